@@ -1,0 +1,203 @@
+"""Command line: ``mpslint [check] PATHS``, ``rules``, ``rule CODE``, ``graph --op NAME``.
+
+Exit codes: 0 clean, 1 findings, 2 usage or internal error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _codes(values: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for v in values:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+class DefaultGroup(click.Group):
+    """``mpslint PATHS`` means ``mpslint check PATHS``."""
+
+    def parse_args(self, ctx, args):
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mpslint")
+def main():
+    """Static linter and migration auditor for PyTorch's MPS (Metal) backend."""
+
+
+def _load_config(config_path: str | None, paths: list[str], isolated: bool):
+    from .config import ConfigError, find_pyproject, load_config
+
+    if isolated:
+        return load_config(None)
+    try:
+        if config_path:
+            return load_config(Path(config_path))
+        start = Path(paths[0]) if paths else Path.cwd()
+        start = start if start.is_dir() else start.parent
+        found = find_pyproject(start) or find_pyproject(Path.cwd())
+        return load_config(found)
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from e
+
+
+def lint_options(f):
+    opts = [
+        click.option("--select", multiple=True, help="Rule codes or prefixes to enable (comma-separated), or ALL."),
+        click.option("--extend-select", multiple=True, help="Codes or prefixes to enable on top of the selection."),
+        click.option("--ignore", multiple=True, help="Codes or prefixes to disable."),
+        click.option("--native-functions", type=click.Path(dir_okay=False), help="Path to native_functions.yaml (default: found by walking up)."),
+        click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="pyproject.toml to read [tool.mpslint] from."),
+        click.option("--isolated", is_flag=True, help="Ignore all configuration files."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@lint_options
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the report to a file.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--statistics", is_flag=True, help="Print counts per rule and parse health.")
+def check(paths, select, extend_select, ignore, native_functions, config_path, isolated, fmt, output, exit_zero, statistics):
+    """Lint PATHS (files or directories; default: the current directory)."""
+    from .engine import LintOptions, lint
+    from .reporters import get_reporter
+
+    paths = list(paths) or ["."]
+    cfg = _load_config(config_path, paths, isolated)
+    opts = LintOptions(
+        paths=paths,
+        config=cfg,
+        native_functions=native_functions,
+        select=_codes(select) or None,
+        extend_select=_codes(extend_select),
+        ignore=_codes(ignore),
+    )
+    _check_codes(opts.select or [], opts.extend_select, opts.ignore)
+    try:
+        result = lint(opts)
+    except Exception as e:  # never a traceback in CI: one line, exit 2
+        click.echo(f"mpslint: internal error: {type(e).__name__}: {e}", err=True)
+        sys.exit(EXIT_ERROR)
+    for p in result.problems:
+        click.echo(f"mpslint: {p}", err=True)
+    for e in result.errors:
+        click.echo(f"mpslint: {e}", err=True)
+    for e in result.internal_errors:
+        click.echo(f"mpslint: {e.splitlines()[0]}", err=True)
+    color = output is None and sys.stdout.isatty()
+    text = get_reporter(fmt)(result, color=color, statistics=statistics)
+    if statistics and fmt == "text":
+        text += _parse_health(result)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+    if result.internal_errors or (result.problems and result.files == 0):
+        sys.exit(EXIT_ERROR)
+    if result.files == 0 and result.errors:
+        sys.exit(EXIT_ERROR)
+    if result.findings and not exit_zero:
+        sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_CLEAN)
+
+
+def _check_codes(*groups):
+    from .rule import all_rules
+
+    known = [r.code for r in all_rules()]
+    for group in groups:
+        for c in group:
+            u = c.upper()
+            if u == "ALL":
+                continue
+            if not any(k.startswith(u) for k in known) and not any(r.name == c for r in all_rules()):
+                raise click.UsageError(f"unknown rule code or prefix: {c!r} (see `mpslint rules`)")
+
+
+def _parse_health(result) -> str:
+    s = result.stats
+    lines = ["", "Parse health:"]
+    lines.append(f"  files parsed: {s.files}, bytes: {s.bytes}, ERROR nodes left: {s.error_nodes}, MISSING nodes: {s.missing_nodes}")
+    worst = sorted(((e, p) for p, (b, e) in s.per_file.items() if e), reverse=True)[:5]
+    for e, p in worst:
+        lines.append(f"  {e:4d} ERROR nodes in {p}")
+    return "\n".join(lines) + "\n"
+
+
+@main.command("rules")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rules_cmd(fmt):
+    """List every rule with its code, severity and whether it is on by default."""
+    from .rule import all_rules
+
+    rules = all_rules()
+    if fmt == "json":
+        click.echo(json.dumps([r.metadata() for r in rules], indent=2))
+        return
+    for r in rules:
+        on = "" if r.default_enabled else "  (opt-in)"
+        fix = " [fix]" if r.fixable else ""
+        click.echo(f"{r.code}  {r.name:<36} {r.severity.value:<8} {r.summary}{on}{fix}")
+
+
+@main.command("rule")
+@click.argument("code")
+def rule_cmd(code):
+    """Print the documentation of one rule."""
+    from .rule import rule_by_code
+
+    r = rule_by_code(code)
+    if r is None:
+        raise click.UsageError(f"unknown rule: {code!r} (see `mpslint rules`)")
+    status = "enabled by default" if r.default_enabled else f"opt-in: enable with --select {r.code}"
+    click.echo(f"# {r.code} {r.name}\n\nSeverity: {r.severity.value}; {status}" + (f"; fix: {r.fixable}" if r.fixable else "") + "\n")
+    click.echo(f"{r.summary}\n")
+    click.echo(r.doc())
+
+
+@main.command("graph")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--op", required=True, help="Operator family or overload name (e.g. pow, atan2.out).")
+@click.option("--native-functions", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def graph_cmd(paths, op, native_functions, fmt):
+    """Show what the dispatch graph knows about one op."""
+    from .engine import LintOptions, lint
+    from .graph_view import describe_op
+
+    paths = list(paths) or ["."]
+    result = lint(LintOptions(paths=paths, native_functions=native_functions, select=["DSP"], config=_load_config(None, paths, True)))
+    for e in result.errors:
+        click.echo(f"mpslint: {e}", err=True)
+    info = describe_op(result.project.graph, op)
+    if info is None:
+        click.echo(f"mpslint: no overload named {op!r} in the native functions", err=True)
+        sys.exit(EXIT_ERROR)
+    if fmt == "json":
+        click.echo(json.dumps(info, indent=2, default=str))
+    else:
+        from .graph_view import render_text
+
+        click.echo(render_text(info), nl=False)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

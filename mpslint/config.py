@@ -1,0 +1,95 @@
+"""``[tool.mpslint]`` in the nearest ``pyproject.toml``; the command line wins."""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass
+class Config:
+    path: Path | None = None
+    select: list[str] | None = None
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    include: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    native_functions: str | None = None
+
+    def ignored_for(self, path: str) -> set[str]:
+        out: set[str] = set()
+        for pattern, codes in self.per_file_ignores.items():
+            if fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(Path(path).name, pattern):
+                out.update(codes)
+        return out
+
+    def excluded(self, path: str) -> bool:
+        return any(fnmatch.fnmatch(path, pat) or fnmatch.fnmatch(path, pat.rstrip("/") + "/*") for pat in self.exclude)
+
+
+_KEYS = {"select", "extend-select", "ignore", "per-file-ignores", "include", "exclude", "native-functions"}
+
+
+def find_pyproject(start: Path) -> Path | None:
+    start = start.resolve()
+    for anc in [start, *start.parents]:
+        cand = anc / "pyproject.toml"
+        if cand.is_file():
+            try:
+                data = tomllib.loads(cand.read_text(encoding="utf-8"))
+            except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+                continue
+            if "mpslint" in data.get("tool", {}):
+                return cand
+    return None
+
+
+def load_config(path: Path | None) -> Config:
+    if path is None:
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: invalid TOML: {e}") from e
+    section = data.get("tool", {}).get("mpslint", {})
+    unknown = set(section) - _KEYS
+    if unknown:
+        raise ConfigError(f"{path}: unknown [tool.mpslint] keys: {', '.join(sorted(unknown))}")
+
+    def strings(key):
+        v = section.get(key, [])
+        if isinstance(v, str):
+            v = [v]
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise ConfigError(f"{path}: [tool.mpslint] {key} must be a list of strings")
+        return v
+
+    pfi = section.get("per-file-ignores", {})
+    if not isinstance(pfi, dict):
+        raise ConfigError(f"{path}: [tool.mpslint] per-file-ignores must be a table")
+    cfg = Config(
+        path=path,
+        select=strings("select") if "select" in section else None,
+        extend_select=strings("extend-select"),
+        ignore=strings("ignore"),
+        per_file_ignores={k: ([v] if isinstance(v, str) else list(v)) for k, v in pfi.items()},
+        include=strings("include"),
+        exclude=strings("exclude"),
+        native_functions=section.get("native-functions"),
+    )
+    base = path.parent
+    if cfg.native_functions:
+        cfg.native_functions = str((base / cfg.native_functions).resolve())
+    return cfg

@@ -1,0 +1,103 @@
+"""Orchestration: discover -> read -> facts -> graph -> rules -> filtered, sorted findings."""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import Config
+from .discovery import Discovered, discover, display_path, find_native_functions
+from .model import FileError, Finding, ParseStats
+from .project import Project, add_facts, build_graph, file_facts, read_source
+from .rule import Rule, RuleContext, select_rules
+
+
+@dataclass
+class LintOptions:
+    paths: list[str]
+    config: Config = field(default_factory=Config)
+    native_functions: str | None = None
+    select: list[str] | None = None
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    cwd: Path | None = None
+    rule_options: dict = field(default_factory=dict)
+
+
+@dataclass
+class LintResult:
+    findings: list[Finding]
+    errors: list[FileError]
+    internal_errors: list[str]
+    problems: list[str]  # usage problems (missing paths)
+    stats: ParseStats
+    project: Project
+    rules: list[type[Rule]]
+    files: int
+
+
+def load_project(files: list[Discovered], context: list[Discovered] = ()) -> tuple[Project, list[str]]:
+    project = Project()
+    internal: list[str] = []
+    for d, linted in [(f, True) for f in files] + [(f, False) for f in context]:
+        src = read_source(d)
+        if isinstance(src, FileError):
+            project.errors.append(src)
+            continue
+        try:
+            facts = file_facts(src)
+        except RecursionError:
+            project.errors.append(FileError(d.path, 0, "file too deeply nested to analyse; skipped"))
+            continue
+        except Exception as e:  # a bug in mpslint: say so, keep going with the other files
+            internal.append(f"{d.path}: internal error while reading facts: {type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
+            continue
+        add_facts(project, src, facts, linted)
+    project.graph = build_graph(project)
+    return project, internal
+
+
+def lint(opts: LintOptions) -> LintResult:
+    cfg = opts.config
+    cwd = (opts.cwd or Path.cwd()).resolve()
+    files, problems = discover(opts.paths, cwd, exclude=cfg.excluded if cfg.exclude else None)
+    context: list[Discovered] = []
+    if not any(f.kind == "yaml" for f in files):
+        nf = opts.native_functions or cfg.native_functions
+        nf_path = Path(nf) if nf else find_native_functions(opts.paths)
+        if nf and not Path(nf).is_file():
+            problems.append(f"{nf}: native_functions.yaml not found")
+        elif nf_path is not None:
+            dp = display_path(nf_path, cwd)
+            context.append(Discovered(dp, str(nf_path), "yaml", False))
+    project, internal = load_project(files, context)
+    # ruff's precedence: a --select on the command line replaces the file's select and ignore
+    if opts.select is not None:
+        rules = select_rules(opts.select, opts.extend_select, opts.ignore)
+    else:
+        rules = select_rules(cfg.select, list(cfg.extend_select), list(cfg.ignore))
+        extra = select_rules(["ALL"], (), ()) if opts.extend_select else []
+        rules += [r for r in extra if any(r.code.startswith(s.upper()) for s in opts.extend_select) and r not in rules]
+        rules = [r for r in rules if not any(r.code.startswith(s.upper()) or s.upper() == "ALL" for s in opts.ignore)]
+        rules.sort(key=lambda r: r.code)
+    ctx = RuleContext(project, project.graph, opts.rule_options)
+    findings: list[Finding] = []
+    for cls in rules:
+        try:
+            findings.extend(cls().check(ctx))
+        except Exception as e:
+            internal.append(f"rule {cls.code} crashed: {type(e).__name__}: {e}\n{traceback.format_exc(limit=4)}")
+    kept: dict[tuple, Finding] = {}
+    for f in findings:
+        if f.path not in project.linted:
+            continue
+        sup = project.suppressions.get(f.path)
+        if sup is not None and sup.suppressed(f.code, f.span.line):
+            continue
+        ign = cfg.ignored_for(f.path)
+        if any(f.code.startswith(c) or c == "ALL" for c in ign):
+            continue
+        kept.setdefault((f.code, f.path, f.span.start, f.span.end, f.message), f)
+    out = sorted(kept.values(), key=Finding.sort_key)
+    return LintResult(out, sorted(project.errors, key=lambda e: (e.path, e.line)), internal, problems, project.stats, project, rules, len(files))

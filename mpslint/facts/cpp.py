@@ -1,0 +1,467 @@
+"""Language-level facts from a tree-sitter-cpp tree: functions, statements, calls, declarations, casts.
+
+Host code and Metal code both go through here; ``host.py`` and ``metal.py`` add what is specific to each.
+All texts are compact (runs of white space folded to one space); spans point into the original file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..model import Span
+from ..source import ByteToChar, LineIndex
+
+_WS = re.compile(r"\s+")
+
+
+def compact(text: str) -> str:
+    return _WS.sub(" ", text).strip()
+
+
+@dataclass(frozen=True)
+class Expr:
+    text: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Call:
+    callee: str  # e.g. "lib.exec_binary_kernel", "mtl_setArgs", "computeEncoder.setBuffer"
+    name: str  # last component: "exec_binary_kernel"
+    receiver: str  # "lib", "iter", "" for free functions
+    template: str  # template arguments: "1" for mtl_setArgs<1>
+    args: tuple[Expr, ...]
+    span: Span
+    stmt: int  # index of the innermost enclosing statement, -1 outside functions
+    message_send: bool  # written as an Objective-C message send
+    blocks: tuple[str, ...]  # names of the calls whose block/lambda arguments enclose this call
+
+
+@dataclass(frozen=True)
+class Stmt:
+    kind: str  # tree-sitter node type
+    text: str  # whole statement, or only the header for if/for/while/switch
+    span: Span
+    parents: tuple[int, ...]  # enclosing compound statements (if/for/while/...), outermost first
+    blocks: tuple[str, ...]
+    branch: str = ""  # "then" / "else" for a statement directly inside an if
+
+
+@dataclass(frozen=True)
+class Decl:
+    type: str
+    name: str
+    init: Expr | None
+    span: Span
+    stmt: int
+    array: bool = False
+    reference: bool = False
+
+
+@dataclass(frozen=True)
+class Cast:
+    kind: str  # "static_cast" | "c_style" | "functional"
+    type: str
+    operand: Expr
+    span: Span
+    stmt: int
+
+
+@dataclass(frozen=True)
+class Assign:
+    lhs: str
+    rhs: Expr
+    span: Span
+    stmt: int
+    op: str = "="
+
+
+@dataclass(frozen=True)
+class Param:
+    type: str
+    name: str
+    span: Span
+    default: str = ""
+    raw: str = ""  # the parameter's original text (Metal: with its [[attribute]])
+
+
+@dataclass
+class Function:
+    name: str
+    kind: str  # "function" | "impl_func" | "method" | "kernel"
+    params: tuple[Param, ...]
+    span: Span
+    name_span: Span
+    body_span: Span | None
+    return_type: str = ""
+    template: bool = False
+    qualifiers: str = ""  # original text before the name: "static inline", "kernel void", ...
+    stmts: list[Stmt] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    decls: list[Decl] = field(default_factory=list)
+    casts: list[Cast] = field(default_factory=list)
+    assigns: list[Assign] = field(default_factory=list)
+
+    def stmt_of(self, offset: int) -> int:
+        best = -1
+        for i, s in enumerate(self.stmts):
+            if s.span.start <= offset < s.span.end:
+                best = i
+        return best
+
+
+_COMPOUND = {
+    "if_statement",
+    "for_statement",
+    "for_range_loop",
+    "while_statement",
+    "do_statement",
+    "switch_statement",
+    "case_statement",
+    "try_statement",
+}
+_SIMPLE = {
+    "expression_statement",
+    "declaration",
+    "return_statement",
+    "throw_statement",
+    "break_statement",
+    "continue_statement",
+    "goto_statement",
+    "alias_declaration",
+    "static_assert_declaration",
+}
+_IMPL_FUNC = re.compile(r"^TORCH_IMPL_FUNC\s*\(\s*(\w+)\s*\)")
+
+
+class CppFacts:
+    """Walks one tree once, filling ``functions``."""
+
+    def __init__(self, text: str, masked: str, tree, index: LineIndex, base: int = 0):
+        self.text = text
+        self.masked = masked
+        self.index = index
+        self.base = base  # offset of this text inside the reported file (embedded Metal)
+        self.b2c = ByteToChar(masked)
+        self.functions: list[Function] = []
+        self._walk_top(tree.root_node)
+
+    # ---------------------------------------------------------------- helpers
+    def off(self, b: int) -> int:
+        return self.b2c(b)
+
+    def span(self, node) -> Span:
+        return self.index.span(self.base + self.off(node.start_byte), self.base + self.off(node.end_byte))
+
+    def raw(self, node) -> str:
+        return self.text[self.off(node.start_byte) : self.off(node.end_byte)]
+
+    def mtext(self, node) -> str:
+        return self.masked[self.off(node.start_byte) : self.off(node.end_byte)]
+
+    # ---------------------------------------------------------------- functions
+    def _walk_top(self, root) -> None:
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            t = node.type
+            if t == "function_definition":
+                self._function(node)
+                continue  # nested lambdas belong to the function
+            if t in ("template_declaration",):
+                for c in reversed(node.named_children):
+                    stack.append(c)
+                continue
+            for c in reversed(node.children):
+                stack.append(c)
+
+    def _declarator_name(self, decl) -> tuple[str, object]:
+        """Name of a function declarator and the node naming it."""
+        node = decl
+        while node is not None and node.type in (
+            "function_declarator",
+            "pointer_declarator",
+            "reference_declarator",
+            "attributed_declarator",
+        ):
+            inner = node.child_by_field_name("declarator")
+            if inner is None:
+                break
+            if inner.type == "function_declarator" or inner.type.endswith("declarator"):
+                node = inner
+                continue
+            node = inner
+            break
+        if node is None:
+            return "", decl
+        return compact(self.mtext(node)), node
+
+    def _function(self, node) -> None:
+        decl = node.child_by_field_name("declarator")
+        body = node.child_by_field_name("body")
+        if decl is None:
+            return
+        head = compact(self.mtext(decl))
+        kind = "function"
+        m = _IMPL_FUNC.match(head)
+        name_node = decl
+        if m:
+            name = m.group(1)
+            kind = "impl_func"
+            inner = decl.child_by_field_name("declarator")
+            name_node = inner if inner is not None else decl
+            params_node = decl.child_by_field_name("parameters")
+        else:
+            name, name_node = self._declarator_name(decl)
+            fd = decl
+            while fd is not None and fd.type != "function_declarator":
+                fd = fd.child_by_field_name("declarator")
+            params_node = fd.child_by_field_name("parameters") if fd is not None else None
+        if not name:
+            return
+        params = self._params(params_node) if params_node is not None else ()
+        rtype = node.child_by_field_name("type")
+        start = self.off(node.start_byte)
+        prefix = self.text[start : self.off(name_node.start_byte)]
+        lead = re.search(r"(\[\[\s*kernel\s*\]\]|\bkernel|\bvertex|\bfragment)\s*$", self.text[max(0, start - 40) : start])
+        if lead:
+            prefix = lead.group(1) + " " + prefix
+        parent = node.parent
+        template = parent is not None and parent.type == "template_declaration"
+        if parent is not None and parent.type == "field_declaration_list":
+            kind = "method"
+        fn = Function(
+            name=name,
+            kind=kind,
+            params=params,
+            span=self.span(parent if template else node),
+            name_span=self.span(name_node),
+            body_span=self.span(body) if body is not None else None,
+            return_type=compact(self.mtext(rtype)) if rtype is not None else "",
+            template=template,
+            qualifiers=compact(prefix),
+        )
+        self.functions.append(fn)
+        if body is not None:
+            self._body(fn, body, (), (), "")
+
+    def _params(self, plist) -> tuple[Param, ...]:
+        out = []
+        for p in plist.named_children:
+            if p.type not in ("parameter_declaration", "optional_parameter_declaration", "variadic_parameter_declaration"):
+                continue
+            d = p.child_by_field_name("declarator")
+            t = p.child_by_field_name("type")
+            name = ""
+            if d is not None:
+                nm = re.findall(r"[A-Za-z_]\w*", self.mtext(d))
+                name = nm[-1] if nm else ""
+            typ = compact(self.mtext(p))
+            if d is not None:
+                typ = compact(self.masked[self.off(p.start_byte) : self.off(d.start_byte)] + re.sub(r"[A-Za-z_]\w*\s*$", "", self.mtext(d).split("=")[0]))
+            elif t is not None:
+                typ = compact(self.mtext(p))
+            default = ""
+            dv = p.child_by_field_name("default_value")
+            if dv is not None:
+                default = compact(self.mtext(dv))
+            # Metal attributes were masked: the original text after the parameter up to ',' or ')' holds them
+            end = self.off(p.end_byte)
+            tail = self.text[end : end + 200]
+            tm = re.match(r"\s*(\[\[.*?\]\])", tail, re.S)
+            raw = compact(self.raw(p) + (" " + tm.group(1) if tm else ""))
+            out.append(Param(type=typ, name=name, span=self.span(p), default=default, raw=raw))
+        return tuple(out)
+
+    # ---------------------------------------------------------------- bodies
+    def _body(self, fn: Function, node, parents: tuple[int, ...], blocks: tuple[str, ...], branch: str) -> None:
+        """Visit ``node`` (a statement or expression) inside ``fn``."""
+        t = node.type
+        if t == "compound_statement":
+            for c in node.named_children:
+                self._body(fn, c, parents, blocks, branch)
+            return
+        if t in _COMPOUND:
+            idx = len(fn.stmts)
+            header = self._header(node)
+            fn.stmts.append(Stmt(t, header, self.span(node), parents, blocks, branch))
+            inner_parents = parents + (idx,)
+            for c in node.named_children:
+                if t == "if_statement":
+                    fname = _field_of(node, c)
+                    if fname == "condition":
+                        self._expr(fn, c, idx, blocks)
+                    elif fname == "consequence":
+                        self._body(fn, c, inner_parents, blocks, "then")
+                    elif fname == "alternative":
+                        for cc in c.named_children:
+                            self._body(fn, cc, inner_parents, blocks, "else")
+                    continue
+                if c.type in ("compound_statement",) or c.type in _COMPOUND or c.type in _SIMPLE:
+                    self._body(fn, c, inner_parents, blocks, "")
+                else:
+                    self._expr(fn, c, idx, blocks)
+            return
+        if t in _SIMPLE or t.endswith("_statement") or t == "declaration":
+            idx = len(fn.stmts)
+            fn.stmts.append(Stmt(t, compact(self.mtext(node)), self.span(node), parents, blocks, branch))
+            if t == "declaration":
+                self._declaration(fn, node, idx)
+            self._expr(fn, node, idx, blocks)
+            return
+        # anything else (ERROR nodes, stray expressions): still mine it for calls
+        self._expr(fn, node, len(fn.stmts) - 1, blocks)
+
+    def _header(self, node) -> str:
+        body = None
+        for fname in ("consequence", "body"):
+            body = node.child_by_field_name(fname)
+            if body is not None:
+                break
+        if body is None:
+            return compact(self.mtext(node))[:400]
+        return compact(self.masked[self.off(node.start_byte) : self.off(body.start_byte)])
+
+    def _declaration(self, fn: Function, node, idx: int) -> None:
+        tnode = node.child_by_field_name("type")
+        base_type = compact(self.mtext(tnode)) if tnode is not None else ""
+        qual = compact(self.masked[self.off(node.start_byte) : self.off(tnode.start_byte)]) if tnode is not None else ""
+        typ = (qual + " " + base_type).strip()
+        for d in node.children_by_field_name("declarator"):
+            init = None
+            target = d
+            if d.type == "init_declarator":
+                target = d.child_by_field_name("declarator")
+                val = d.child_by_field_name("value")
+                if val is not None:
+                    if val.type == "initializer_list" or val.type == "argument_list":
+                        init = Expr(compact(self.mtext(val)), self.span(val))
+                    else:
+                        init = Expr(compact(self.mtext(val)), self.span(val))
+            if target is None:
+                continue
+            ttext = self.mtext(target)
+            names = re.findall(r"[A-Za-z_]\w*", ttext.split("[")[0])
+            if not names:
+                continue
+            fn.decls.append(
+                Decl(
+                    type=typ,
+                    name=names[-1],
+                    init=init,
+                    span=self.span(d),
+                    stmt=idx,
+                    array="[" in ttext,
+                    reference="&" in ttext,
+                )
+            )
+
+    def _expr(self, fn: Function, node, idx: int, blocks: tuple[str, ...]) -> None:
+        stack = [(node, blocks)]
+        while stack:
+            n, blk = stack.pop()
+            t = n.type
+            if t == "lambda_expression":
+                body = n.child_by_field_name("body")
+                if body is not None:
+                    self._body(fn, body, fn.stmts[idx].parents + (idx,) if 0 <= idx < len(fn.stmts) else (), blk, "")
+                continue
+            if t == "call_expression":
+                call = self._call(fn, n, idx, blk)
+                if call is not None:
+                    fn.calls.append(call)
+                    inner = blk + (call.name,)
+                    func = n.child_by_field_name("function")
+                    if func is not None:
+                        stack.append((func, blk))
+                    args = n.child_by_field_name("arguments")
+                    if args is not None:
+                        for c in reversed(args.named_children):
+                            stack.append((c, inner if c.type == "lambda_expression" else blk))
+                    continue
+            elif t == "cast_expression":
+                tn = n.child_by_field_name("type")
+                vn = n.child_by_field_name("value")
+                if tn is not None and vn is not None:
+                    fn.casts.append(Cast("c_style", compact(self.mtext(tn)), Expr(compact(self.mtext(vn)), self.span(vn)), self.span(n), idx))
+            elif t == "assignment_expression":
+                ln = n.child_by_field_name("left")
+                rn = n.child_by_field_name("right")
+                opn = n.child_by_field_name("operator")
+                if ln is not None and rn is not None:
+                    fn.assigns.append(
+                        Assign(compact(self.mtext(ln)), Expr(compact(self.mtext(rn)), self.span(rn)), self.span(n), idx, compact(self.mtext(opn)) if opn is not None else "=")
+                    )
+            for c in reversed(n.named_children):
+                stack.append((c, blk))
+
+    def _call(self, fn: Function, node, idx: int, blocks) -> Call | None:
+        func = node.child_by_field_name("function")
+        args = node.child_by_field_name("arguments")
+        if func is None:
+            return None
+        template = ""
+        fnode = func
+        if func.type == "template_function":
+            targs = func.child_by_field_name("arguments")
+            template = compact(self.mtext(targs))[1:-1] if targs is not None else ""
+            fnode = func.child_by_field_name("name") or func
+        elif func.type == "field_expression":
+            fld = func.child_by_field_name("field")
+            if fld is not None and fld.type == "template_method":
+                targs = fld.child_by_field_name("arguments")
+                template = compact(self.mtext(targs))[1:-1] if targs is not None else ""
+        callee = re.sub(r"\s+", "", self.mtext(func))
+        if template:
+            callee = callee[: callee.find("<")] if "<" in callee else callee
+        name_m = re.search(r"([A-Za-z_]\w*)\s*$", callee)
+        name = name_m.group(1) if name_m else callee
+        receiver = ""
+        if func.type == "field_expression":
+            arg = func.child_by_field_name("argument")
+            if arg is not None:
+                receiver = re.sub(r"\s+", "", self.mtext(arg))
+        elif "::" in callee:
+            receiver = ""
+        argv: list[Expr] = []
+        if args is not None:
+            for a in args.named_children:
+                if a.type == "comment":
+                    continue
+                argv.append(Expr(compact(self.mtext(a)), self.span(a)))
+        if name == "static_cast" or name == "reinterpret_cast":
+            if argv:
+                fn.casts.append(Cast("static_cast" if name == "static_cast" else name, template, argv[0], self.span(node), idx))
+        elif func.type in ("primitive_type", "type_identifier", "identifier") and _is_type_name(callee) and len(argv) == 1:
+            fn.casts.append(Cast("functional", callee, argv[0], self.span(node), idx))
+        start = self.off(node.start_byte)
+        return Call(
+            callee=callee,
+            name=name,
+            receiver=receiver,
+            template=template,
+            args=tuple(argv),
+            span=self.span(node),
+            stmt=idx,
+            message_send=self.text[start : start + 1] == "[" or (start > 0 and self.text[start - 1] == "["),
+            blocks=tuple(blocks),
+        )
+
+
+_TYPE_NAMES = {
+    "int", "uint", "unsigned", "long", "ulong", "short", "ushort", "char", "uchar", "float", "half", "bfloat",
+    "double", "bool", "size_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
+    "uint64_t", "NSUInteger", "NSInteger", "ptrdiff_t", "intptr_t", "uintptr_t",
+}
+
+
+def _is_type_name(text: str) -> bool:
+    return text in _TYPE_NAMES
+
+
+def _field_of(parent, child) -> str:
+    for i, c in enumerate(parent.children):
+        if c.id == child.id:
+            return parent.field_name_for_child(i) or ""
+    return ""

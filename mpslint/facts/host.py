@@ -1,0 +1,321 @@
+"""Facts of one host file (``.mm``, ``.cpp``, ``.h``): what it implements, registers, launches and binds."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..masking import mask_objc
+from ..model import Span
+from ..parsing import error_counts, parse
+from ..source import LineIndex
+from .cpp import CppFacts, Function
+from .macros import Define, defines, expand, invocations, strip_comments
+from .metal import MetalFacts, metal_facts
+
+# torch dtype spellings in host code -> Metal type names
+HOST_DTYPES = {
+    "kFloat": "float", "Float": "float", "kHalf": "half", "Half": "half", "kBFloat16": "bfloat", "BFloat16": "bfloat",
+    "kLong": "long", "Long": "long", "kInt": "int", "Int": "int", "kShort": "short", "Short": "short",
+    "kChar": "char", "Char": "char", "kByte": "uchar", "Byte": "uchar", "kBool": "bool", "Bool": "bool",
+    "kComplexFloat": "float2", "ComplexFloat": "float2", "kComplexHalf": "half2", "ComplexHalf": "half2",
+    "kDouble": "double", "Double": "double",
+}
+_AT_DISPATCH_SETS = {
+    "FLOATING_TYPES": ("float", "double"),
+    "FLOATING_TYPES_AND_HALF": ("float", "double", "half"),
+    "INTEGRAL_TYPES": ("uchar", "char", "int", "long", "short"),
+    "ALL_TYPES": ("uchar", "char", "int", "long", "short", "float", "double"),
+    "COMPLEX_TYPES": ("float2",),
+    "FLOATING_AND_COMPLEX_TYPES": ("float", "double", "float2"),
+    "ALL_TYPES_AND_COMPLEX": ("uchar", "char", "int", "long", "short", "float", "double", "float2"),
+}
+_PREDICATES = {
+    "isFloatingType": ("float", "half", "bfloat", "double"),
+    "supportedFloatingType": ("float", "half", "bfloat"),
+    "isIntegralType": ("uchar", "char", "int", "long", "short"),
+    "isComplexType": ("float2", "half2"),
+}
+
+_KERNEL_EXEC = re.compile(r"exec_(unary|binary|ternary)_kernel\w*")
+_PIPELINE = re.compile(r"getPipelineStateForFunc|getCPLState|getKernelFunction|getPipelineState|getMetalKernel")
+STUB_MACROS = re.compile(r"REGISTER_DISPATCH|REGISTER_MPS_DISPATCH|ALSO_REGISTER_AVX512_DISPATCH|REGISTER_ARCH_DISPATCH")
+_IMPL_MACRO_BODY = re.compile(r"TORCH_IMPL_FUNC\s*\(\s*([A-Za-z_][\w#\s]*?)\s*\)")
+_MPSGRAPH = re.compile(r"\bMPSGraph\w*\b|LookUpOrCreateCachedGraph|CachedGraph\b|runMPSGraph|mpsGraph\b")
+
+
+@dataclass(frozen=True)
+class StubRegistration:
+    macro: str
+    stub: str
+    function: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class ImplMacro:
+    """An implementation defined through a macro invocation (``CREATE_MPS_..._FUNC(atan2_out_mps, ...)``)."""
+
+    name: str
+    macro: str
+    span: Span
+    mpsgraph: bool
+
+
+@dataclass(frozen=True)
+class KernelRef:
+    """A kernel name asked for by host code."""
+
+    kind: str  # "op" (exec_*_kernel: a functor/op name) or "host_name" (pipeline state: a [[host_name]])
+    pattern: str  # regex over names; literal parts escaped
+    literal: str  # the literal prefix (for messages)
+    exact: bool  # the whole name is a literal
+    function: str
+    span: Span
+    call: str
+
+
+@dataclass(frozen=True)
+class DtypeFilter:
+    dtypes: tuple[str, ...]  # Metal type names the function can launch
+    span: Span
+    source: str
+
+
+@dataclass(frozen=True)
+class Include:
+    header: str
+    span: Span
+
+
+@dataclass
+class HostFacts:
+    path: str
+    functions: list[Function]
+    includes: list[Include] = field(default_factory=list)
+    stub_registrations: list[StubRegistration] = field(default_factory=list)
+    impl_macros: list[ImplMacro] = field(default_factory=list)
+    kernel_refs: list[KernelRef] = field(default_factory=list)
+    dtype_filters: dict[str, list[DtypeFilter]] = field(default_factory=dict)
+    mpsgraph_functions: set[str] = field(default_factory=set)
+    embedded: list[MetalFacts] = field(default_factory=list)
+    error_nodes: int = 0
+    missing_nodes: int = 0
+    bytes: int = 0
+    defines: dict[str, Define] = field(default_factory=dict)
+
+
+_RAW_STRING = re.compile(r'R"([^()\\ \t\n]{0,16})\(')
+_LOOKS_METAL = re.compile(r"\bkernel\s+void\b|<metal_stdlib>|\[\[\s*buffer\s*\(|using\s+namespace\s+metal\b")
+
+
+def embedded_metal_ranges(text: str) -> list[tuple[int, int]]:
+    """(start, end) of raw-string contents that hold Metal source."""
+    out = []
+    for m in _RAW_STRING.finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if "//" in text[line_start : m.start()]:
+            continue
+        close = ")" + m.group(1) + '"'
+        end = text.find(close, m.end())
+        if end < 0:
+            continue
+        body = text[m.end() : end]
+        if _LOOKS_METAL.search(body):
+            out.append((m.end(), end))
+    return out
+
+
+def host_facts(path: str, text: str, index: LineIndex) -> HostFacts:
+    ranges = embedded_metal_ranges(text)
+    host_text = text
+    if ranges:  # the host parser should see the raw string as an opaque string
+        chars = list(text)
+        for a, b in ranges:
+            for k in range(a, b):
+                if chars[k] not in "\n":
+                    chars[k] = " "
+        host_text = "".join(chars)
+    masked = mask_objc(host_text)
+    tree = parse(masked)
+    errs, missing = error_counts(tree)
+    cpp = CppFacts(host_text, masked, tree, index)
+    clean = strip_comments(host_text)
+    facts = HostFacts(path=path, functions=cpp.functions, error_nodes=errs, missing_nodes=missing, bytes=len(text.encode("utf-8")))
+    facts.defines = defines(clean)
+    for m in re.finditer(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', clean, re.M):
+        facts.includes.append(Include(m.group(1), index.span(m.start(), m.end())))
+    for inv in invocations(clean, STUB_MACROS):
+        if len(inv.args) >= 2 and not _in_define(facts.defines, inv.start):
+            fn = inv.args[1].lstrip("&").strip().split("::")[-1]
+            facts.stub_registrations.append(StubRegistration(inv.name, inv.args[0], fn, index.span(inv.start, inv.end)))
+    _impl_macros(facts, clean, index)
+    for fn in cpp.functions:
+        body = text[fn.span.start : fn.span.end]
+        if _MPSGRAPH.search(body):
+            facts.mpsgraph_functions.add(fn.name)
+        _kernel_refs(facts, fn)
+        filters = _dtype_filters(fn)
+        if filters:
+            facts.dtype_filters[fn.name] = filters
+    for a, b in ranges:
+        facts.embedded.append(metal_facts(path, text[a:b], index, base=a, embedded=True))
+    return facts
+
+
+def _in_define(defs: dict[str, Define], pos: int) -> bool:
+    return any(d.start <= pos < d.end for d in defs.values())
+
+
+def _impl_macros(facts: HostFacts, clean: str, index: LineIndex) -> None:
+    makers = {name: d for name, d in facts.defines.items() if d.params and _IMPL_MACRO_BODY.search(d.body)}
+    if not makers:
+        return
+    rx = re.compile("|".join(re.escape(n) for n in makers))
+    for inv in invocations(clean, rx):
+        if _in_define(facts.defines, inv.start):
+            continue
+        d = makers[inv.name]
+        body = expand(d, inv.args)
+        for m in _IMPL_MACRO_BODY.finditer(body):
+            name = re.sub(r"\s+", "", m.group(1))
+            facts.impl_macros.append(ImplMacro(name, inv.name, index.span(inv.start, inv.end), bool(_MPSGRAPH.search(d.body))))
+
+
+def _string_pattern(expr: str, fn: Function, depth: int = 0) -> tuple[str, str, bool] | None:
+    """Turn a kernel-name expression into (regex, literal prefix, exact)."""
+    expr = expr.strip()
+    if depth > 4:
+        return None
+    m = re.fullmatch(r'"((?:[^"\\]|\\.)*)"', expr)
+    if m:
+        return re.escape(m.group(1)), m.group(1), True
+    fm = re.fullmatch(r"(?:fmt::|std::)?format\s*\((.*)\)", expr, re.S)
+    if fm:
+        from .macros import split_args
+
+        inner = fm.group(1)
+        parts = [inner[a:b].strip() for a, b in split_args(inner, 0, len(inner))]
+        if not parts:
+            return None
+        fmt = re.fullmatch(r'"((?:[^"\\]|\\.)*)"', parts[0])
+        if not fmt:
+            return None
+        pieces = re.split(r"\{[^}]*\}", fmt.group(1))
+        args = parts[1:]
+        rx, lit, exact = "", "", True
+        for k, piece in enumerate(pieces):
+            rx += re.escape(piece)
+            if exact:
+                lit += piece
+            if k < len(pieces) - 1:
+                sub = _string_pattern(args[k], fn, depth + 1) if k < len(args) else None
+                if sub is None:
+                    rx += r"\w+"
+                    exact = False
+                else:
+                    rx += sub[0]
+                    if exact:
+                        lit += sub[1]
+                    exact = exact and sub[2]
+        return rx, lit, exact
+    if "+" in expr:
+        from .macros import split_args  # noqa: F401
+
+        terms = _split_plus(expr)
+        if len(terms) > 1:
+            rx, lit, exact = "", "", True
+            for t in terms:
+                sub = _string_pattern(t, fn, depth + 1)
+                if sub is None:
+                    rx += r"\w+"
+                    exact = False
+                else:
+                    rx += sub[0]
+                    if exact:
+                        lit += sub[1]
+                    exact = exact and sub[2]
+            return rx, lit, exact
+    sm = re.fullmatch(r"(?:std::)?string\s*\((.*)\)", expr)
+    if sm:
+        return _string_pattern(sm.group(1), fn, depth + 1)
+    if re.fullmatch(r"[A-Za-z_]\w*", expr):
+        for d in reversed(fn.decls):
+            if d.name == expr and d.init is not None:
+                init = d.init.text
+                if init.startswith("{") and init.endswith("}"):
+                    init = init[1:-1]
+                if init.startswith("(") and init.endswith(")"):
+                    init = init[1:-1]
+                return _string_pattern(init, fn, depth + 1)
+        return None
+    return None
+
+
+def _split_plus(expr: str) -> list[str]:
+    terms, depth, start, in_str = [], 0, 0, False
+    for i, ch in enumerate(expr):
+        if in_str:
+            if ch == '"' and expr[i - 1] != "\\":
+                in_str = False
+            continue
+        if ch == '"':
+            in_str = True
+        elif ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        elif ch == "+" and depth == 0:
+            terms.append(expr[start:i])
+            start = i + 1
+    terms.append(expr[start:])
+    return [t.strip() for t in terms]
+
+
+def _kernel_refs(facts: HostFacts, fn: Function) -> None:
+    for call in fn.calls:
+        if _KERNEL_EXEC.fullmatch(call.name) and len(call.args) >= 2:
+            pat = _string_pattern(call.args[1].text, fn)
+            if pat:
+                facts.kernel_refs.append(KernelRef("op", pat[0], pat[1], pat[2], fn.name, call.args[1].span, call.name))
+        elif _PIPELINE.fullmatch(call.name) and call.args:
+            pat = _string_pattern(call.args[0].text, fn)
+            if pat:
+                facts.kernel_refs.append(KernelRef("host_name", pat[0], pat[1], pat[2], fn.name, call.args[0].span, call.name))
+
+
+def _dtype_filters(fn: Function) -> list[DtypeFilter]:
+    out = []
+    for call in fn.calls:
+        m = re.fullmatch(r"AT_DISPATCH_(\w+?)(?:_AND(\d))?", call.name)
+        if m and m.group(1) in _AT_DISPATCH_SETS:
+            base = list(_AT_DISPATCH_SETS[m.group(1)])
+            n = int(m.group(2) or 0)
+            for a in call.args[:n]:
+                t = HOST_DTYPES.get(a.text.split("::")[-1])
+                if t:
+                    base.append(t)
+            out.append(DtypeFilter(tuple(sorted(set(base) - {"double"})), call.span, call.name))
+            continue
+        if call.name in ("TORCH_CHECK", "TORCH_CHECK_TYPE", "TORCH_CHECK_NOT_IMPLEMENTED") and call.args:
+            cond = call.args[0].text
+            if "||" in cond or "&&" in cond:
+                alts = [c for c in re.split(r"\|\|", cond)]
+                types = set()
+                ok = True
+                for alt in alts:
+                    mm = re.search(r"(?:scalar_type\(\)|dtype\(\))\s*==\s*(?:at::|c10::|ScalarType::|at::ScalarType::|kScalarType)*(\w+)", alt)
+                    if mm and mm.group(1) in HOST_DTYPES and "&&" not in alt:
+                        types.add(HOST_DTYPES[mm.group(1)])
+                    else:
+                        ok = False
+                if ok and types:
+                    out.append(DtypeFilter(tuple(sorted(types)), call.span, "TORCH_CHECK"))
+                continue
+            pm = re.fullmatch(r"(!?)\s*(?:c10::|at::)?(\w+)\((.*)\)", cond)
+            if pm and pm.group(2) in _PREDICATES and not pm.group(1):
+                types = set(_PREDICATES[pm.group(2)])
+                if pm.group(2) == "isIntegralType" and re.search(r",\s*(/\*.*\*/)?\s*true\s*$", pm.group(3)):
+                    types.add("bool")
+                out.append(DtypeFilter(tuple(sorted(types - {"double"})), call.span, "TORCH_CHECK"))
+    return out

@@ -1,0 +1,222 @@
+"""The facts stage: turn discovered files into per-file facts, then build the dispatch graph from them."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from .discovery import Discovered
+from .facts.host import HostFacts, host_facts
+from .facts.metal import MetalFacts, metal_facts
+from .facts.native_functions import NativeFunctions, load_native_functions
+from .facts.python_src import PythonFacts, python_facts
+from .graph import DispatchGraph, mps_route, stub_candidates
+from .model import FileError, ParseStats
+from .source import SourceFile
+from .suppressions import Suppressions
+
+MAX_BYTES = 20 * 1024 * 1024
+
+
+@dataclass
+class Project:
+    sources: dict[str, SourceFile] = field(default_factory=dict)
+    hosts: dict[str, HostFacts] = field(default_factory=dict)
+    metals: dict[str, list[MetalFacts]] = field(default_factory=dict)  # .metal files and embedded Metal
+    pythons: dict[str, PythonFacts] = field(default_factory=dict)
+    natives: NativeFunctions | None = None
+    suppressions: dict[str, Suppressions] = field(default_factory=dict)
+    errors: list[FileError] = field(default_factory=list)
+    stats: ParseStats = field(default_factory=ParseStats)
+    linted: set[str] = field(default_factory=set)  # paths whose findings are reported
+    graph: DispatchGraph = field(default_factory=DispatchGraph)
+
+    def all_metal(self):
+        for path in sorted(self.metals):
+            yield from self.metals[path]
+
+
+def read_source(d: Discovered) -> SourceFile | FileError:
+    try:
+        with open(d.fs_path, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except OSError as e:
+        return FileError(d.path, 0, f"cannot read file: {e.strerror or e}")
+    if len(data) > MAX_BYTES:
+        return FileError(d.path, 0, f"file larger than {MAX_BYTES // (1024 * 1024)} MB; skipped")
+    if b"\x00" in data[:8192]:
+        return FileError(d.path, 0, "binary file (NUL bytes); skipped")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        return FileError(d.path, line, f"not valid UTF-8 (byte 0x{data[e.start]:02x}); skipped")
+    text = text.replace("\r\n", "\n") if "\r\n" in text else text
+    kind = d.kind
+    if kind == "header":
+        kind = "metal" if is_metal_header(text) else "host"
+    return SourceFile(d.path, text, kind, hashlib.sha1(data).hexdigest())
+
+
+_METAL_HEADER = re.compile(
+    r"#\s*include\s*<metal_\w+>|\busing\s+namespace\s+metal\b|\bkernel\s+void\b|\b(?:device|threadgroup|constant)\s+[\w:<>]+\s*[*&]|\[\[\s*(?:buffer|thread_position_in_grid|host_name)\b|\bmetal::"
+)
+_HOST_HEADER = re.compile(r"#\s*include\s*<(?:ATen|c10/core|c10/util|torch|Metal/|MetalPerformanceShaders)|\bat::Tensor\b|\bid<MTL|@interface|\bTensorIteratorBase\b")
+
+
+def is_metal_header(text: str) -> bool:
+    """A header under mps/ or c10/metal/ is Metal when it reads like Metal and not like host code."""
+    metal = len(_METAL_HEADER.findall(text))
+    host = len(_HOST_HEADER.findall(text))
+    return metal > 0 and metal >= host
+
+
+def file_facts(src: SourceFile):
+    """The per-file facts for one source (the unit a cache stores)."""
+    if src.kind == "metal":
+        return metal_facts(src.path, src.text, src.index)
+    if src.kind == "host":
+        return host_facts(src.path, src.text, src.index)
+    if src.kind in ("python", "common_mps"):
+        return python_facts(src.path, src.text, src.index)
+    if src.kind == "yaml":
+        return load_native_functions(src.path, src.text, src.index)
+    raise ValueError(src.kind)
+
+
+def add_facts(project: Project, src: SourceFile, facts, linted: bool) -> None:
+    path = src.path
+    project.sources[path] = src
+    project.suppressions[path] = Suppressions(src.text)
+    if linted:
+        project.linted.add(path)
+    st = project.stats
+    if isinstance(facts, MetalFacts):
+        project.metals[path] = [facts]
+        st.files += 1
+        st.bytes += facts.bytes
+        st.error_nodes += facts.error_nodes
+        st.missing_nodes += facts.missing_nodes
+        st.per_file[path] = (facts.bytes, facts.error_nodes)
+    elif isinstance(facts, HostFacts):
+        project.hosts[path] = facts
+        if facts.embedded:
+            project.metals[path] = list(facts.embedded)
+        st.files += 1
+        st.bytes += facts.bytes
+        errs = facts.error_nodes + sum(m.error_nodes for m in facts.embedded)
+        st.error_nodes += errs
+        st.missing_nodes += facts.missing_nodes + sum(m.missing_nodes for m in facts.embedded)
+        st.per_file[path] = (facts.bytes, errs)
+    elif isinstance(facts, PythonFacts):
+        project.pythons[path] = facts
+        project.errors.extend(facts.errors)
+        if facts.shaders:
+            project.metals[path] = [metal_facts(path, src.text[a:b], src.index, base=a, embedded=True) for a, b in facts.shaders]
+            for m in project.metals[path]:
+                st.error_nodes += m.error_nodes
+                st.bytes += m.bytes
+    elif isinstance(facts, NativeFunctions):
+        if project.natives is None:
+            project.natives = facts
+        project.errors.extend(facts.errors)
+
+
+# ---------------------------------------------------------------- graph
+
+_IMPL_NAME = re.compile(r"^[A-Za-z_]\w*$")
+
+
+def build_graph(project: Project) -> DispatchGraph:
+    graph = DispatchGraph()
+    graph.natives = project.natives
+    # host implementations
+    by_name: dict[str, list[str]] = {}
+    for path in sorted(project.hosts):
+        hf = project.hosts[path]
+        for fn in hf.functions:
+            node = f"impl:{path}:{fn.name}"
+            graph.add(
+                node, "impl", path=path, name=fn.name, span=fn.name_span, mpsgraph=fn.name in hf.mpsgraph_functions,
+                origin=fn.kind, function=fn, dtype_filters=hf.dtype_filters.get(fn.name, []),
+            )
+            by_name.setdefault(fn.name, []).append(node)
+        for im in hf.impl_macros:
+            node = f"impl:{path}:{im.name}"
+            graph.add(node, "impl", path=path, name=im.name, span=im.span, mpsgraph=im.mpsgraph, origin="macro:" + im.macro, function=None)
+            by_name.setdefault(im.name, []).append(node)
+    for path in sorted(project.hosts):
+        hf = project.hosts[path]
+        for fn in hf.functions:
+            node = f"impl:{path}:{fn.name}"
+            for call in fn.calls:
+                for target in by_name.get(call.name, ()):
+                    if target != node:
+                        graph.link(node, target, "calls")
+            for ref in hf.kernel_refs:
+                if ref.function == fn.name and fn.span.start <= ref.span.start < fn.span.end:
+                    kid = f"kref:{path}:{ref.span.start}"
+                    graph.add(kid, "kref", ref=ref, path=path)
+                    graph.link(node, kid, "launches")
+        for reg in hf.stub_registrations:
+            sid = graph.add("stub:" + reg.stub, "stub", name=reg.stub)
+            targets = by_name.get(reg.function, [])
+            if not targets:
+                node = graph.add(f"impl:{path}:{reg.function}", "impl", path=path, name=reg.function, span=reg.span, mpsgraph=False, origin="stub-target", function=None)
+                targets = [node]
+            for t in targets:
+                graph.link(sid, t, "registered_by", span=reg.span, path=path, macro=reg.macro)
+    # Metal ops and kernels
+    for mf in project.all_metal():
+        for reg in mf.registrations:
+            mid = graph.add("mop:" + reg.op, "mop", name=reg.op)
+            graph.attrs(mid).setdefault("registrations", []).append((mf.path, reg))
+        for k in mf.kernels:
+            mid = graph.add("mop:" + k.name, "mop", name=k.name)
+            graph.attrs(mid).setdefault("kernels", []).append((mf.path, k))
+    mops = graph.nodes("mop")
+    host_names: dict[str, str] = {}
+    for mid in mops:
+        for _path, reg in graph.attrs(mid).get("registrations", []):
+            for hn in reg.host_names:
+                host_names[hn] = mid
+    for kid in graph.nodes("kref"):
+        ref = graph.attrs(kid)["ref"]
+        rx = re.compile(ref.pattern + r"\Z")
+        if ref.kind == "op":
+            for mid in mops:
+                if rx.match(graph.attrs(mid)["name"]):
+                    graph.link(kid, mid, "resolves")
+        else:
+            hits = {mid for hn, mid in host_names.items() if rx.match(hn)}
+            for mid in mops:  # kernels named directly, and op families whose host names are generated
+                name = graph.attrs(mid)["name"]
+                if rx.match(name) or (ref.literal and name.startswith(ref.literal.rstrip("_")) and ref.literal.startswith(name)):
+                    hits.add(mid)
+            for mid in sorted(hits):
+                graph.link(kid, mid, "resolves")
+    # yaml overloads
+    if project.natives is not None:
+        natives = project.natives
+        for ov in natives.overloads:
+            oid = graph.add("op:" + ov.name, "op", overload=ov)
+            if ov.structured_delegate:
+                graph.link(oid, "op:" + ov.structured_delegate, "delegates")
+            r = mps_route(ov, natives.by_name)
+            for grp in ov.groups:
+                for key in grp.keys:
+                    if not key.endswith("MPS"):
+                        continue
+                    fid = graph.add("fn:" + grp.kernel, "fn", name=grp.kernel)
+                    graph.link(oid, fid, "dispatches", dispatch_key=key, shared=len(grp.keys) > 1)
+                    for impl in by_name.get(grp.kernel, ()):
+                        if impl not in graph.out(fid, "implemented_by"):
+                            graph.link(fid, impl, "implemented_by")
+            g = ov.group_for("MPS")
+            if g is not None and r.kind == "shared":
+                fid = "fn:" + g.kernel
+                for stub in stub_candidates(g.kernel, ov):
+                    if "stub:" + stub in graph.g:
+                        graph.link(fid, "stub:" + stub, "uses_stub")
+    return graph

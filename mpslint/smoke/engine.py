@@ -1,0 +1,283 @@
+"""Backend-neutral smoke engine: compile each file, plan every registered variant, run them through the
+backend, judge the results and turn everything into SmokeOutcomes.  Backends only compile and execute."""
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from . import diagnostics, launch, reference, spec
+from .api import SMK401, SMK402, SMK403, SMK404, SmokeOptions, SmokeOutcome, SmokeReport
+from .progress import Progress
+
+_IDENT = re.compile(r"([A-Za-z_]\w*)\s*(?:\[[^\]]*\])?\s*$")
+MAX_COMPILE_ERRORS = 10
+
+
+class Engine:
+    def __init__(self, backend, options: SmokeOptions):
+        self.backend = backend
+        self.options = options
+        self.label = backend.label
+
+    # ------------------------------------------------------------ driver
+    def run(self, paths: list[Path]) -> SmokeReport:
+        progress = Progress(len(paths), self.options.progress, self.label)
+        why = self.backend.unavailable()
+        if why:
+            outs = [self._file_outcome(p, None, "skipped", why) for p in paths]
+            return SmokeReport(outs, self.label, [{"path": str(p), "status": "skipped"} for p in paths])
+        results: list = [None] * len(paths)
+        jobs = max(1, int(self.options.jobs or 1))
+        try:
+            if jobs == 1 or len(paths) == 1:
+                for i, p in enumerate(paths):
+                    results[i] = self._one_file(p, progress)
+            else:
+                with ThreadPoolExecutor(max_workers=jobs) as ex:
+                    futs = [ex.submit(self._one_file, p, progress) for p in paths]
+                    for i, f in enumerate(futs):
+                        results[i] = f.result()
+        finally:
+            progress.close()
+        outcomes, files = [], []
+        for outs, info in results:
+            outcomes.extend(outs)
+            files.append(info)
+        return SmokeReport(outcomes, self.label, files)
+
+    def _one_file(self, path: Path, progress: Progress):
+        try:
+            return self._check_file(path, progress)
+        except Exception as e:  # an internal error must become a skipped outcome, never take mpslint down
+            progress.update(files_done=1)
+            return ([self._file_outcome(path, None, "skipped", f"internal error in the smoke runner: "
+                                                                f"{type(e).__name__}: {e}")],
+                    {"path": str(path), "status": "internal-error"})
+
+    # ------------------------------------------------------------ per file
+    def _check_file(self, path: Path, progress: Progress):
+        progress.update(current=f"building {path.name}", force=True)
+        try:
+            text = path.read_text(errors="replace")
+        except OSError as e:
+            progress.update(files_done=1)
+            return [self._file_outcome(path, None, "skipped", f"cannot read file: {e}")], {"path": str(path)}
+        lines = text.splitlines()
+        comp = self.backend.compile(path, self.options)
+        info = {"path": str(path), "status": comp.status, "cached": comp.cached, "seconds": round(comp.seconds, 2),
+                "kernels": len(comp.entries)}
+        if comp.status == "error":
+            progress.update(files_done=1)
+            return [self._file_outcome(path, lines, "skipped", comp.message.strip().splitlines()[0]
+                                       if comp.message.strip() else "build failed")], info
+        if comp.status == "compile-error":
+            progress.update(files_done=1, failed=1)
+            return self._compile_outcomes(path, lines, comp), info
+        outs: list[SmokeOutcome] = []
+        for pr in comp.problems:
+            ln = pr["line"] if _same_file(pr.get("path", ""), path) else 1
+            outs.append(self._outcome(path, lines, ln, None, "skipped", pr["host_name"], "", "", "",
+                                      f"not launched: {pr['message']}"))
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            for e in comp.entries:
+                outs.append(self._entry_outcome(path, lines, e, None, "skipped", "", "",
+                                                "torch is not installed: no inputs or references (compiled only)"))
+            progress.update(files_done=1)
+            return outs, info
+        specs = spec.parse(text)
+        siblings = launch.sibling_outputs(comp.entries)
+        variants = []
+        for e in comp.entries:
+            s = specs.get(e["host_name"])
+            if s is not None:
+                ref = reference.resolve(s.op, self.options.reference_for) if s.op else None
+                variants.append((e, spec.plan_spec(e, s, ref, launch._seed(e["host_name"], "spec"))))
+                continue
+            ref = reference.resolve(launch.op_name(e), self.options.reference_for) if launch.op_name(e) else None
+            for v in launch.plan_entry(e, siblings, ref):
+                variants.append((e, v))
+        runnable = [(e, v) for e, v in variants if v.skip is None]
+        progress.update(current=f"running {len(runnable)} variants of {path.name}")
+        results = self.backend.execute(comp, [v.launch for _, v in runnable], self.options) if runnable else []
+        res_iter = iter(results)
+        failed = 0
+        for e, v in variants:
+            if v.skip is not None:
+                outs.append(self._variant_outcome(path, lines, e, v, None, "skipped", v.skip))
+                continue
+            code, status, msg = self.judge(e, v, next(res_iter))
+            failed += status == "failed"
+            outs.append(self._variant_outcome(path, lines, e, v, code, status, msg))
+        progress.update(files_done=1, variants=len(runnable), failed=failed)
+        return outs, info
+
+    # ------------------------------------------------------------ judging
+    def judge(self, entry: dict, v: launch.Variant, res) -> tuple:
+        from . import compare
+        label = self.label
+        if res.status == "timeout":
+            return SMK404, "failed", (f"kernel did not finish within {self.options.timeout:g}s ({label}): an "
+                                      "infinite loop, or a spin-wait on another thread (threads of a threadgroup run "
+                                      "cooperatively on the host, so a spin-wait never yields); check loop bounds and "
+                                      "termination conditions")
+        if res.status == "crash":
+            return SMK403, "failed", describe_fault(res, entry, v) + f" ({label})"
+        if res.status == "error":
+            return None, "skipped", f"launch not run: {res.message}"
+        if res.canary:
+            idx, off = res.canary[0]
+            buf = _buffer(v, idx)
+            name = _param_name(entry, idx)
+            n = buf.nbytes if buf else 0
+            where = (f"{off - n} bytes past the end" if off >= n else f"{-off} bytes before the start")
+            return SMK403, "failed", (f"out-of-bounds write {where} of buffer {idx} (`{name}`, {n} bytes), found by "
+                                      f"the canary around the buffer ({label}); guard the store with the element "
+                                      "count or fix the index math")
+        if v.spec_outputs:
+            return self._judge_spec(v, res)
+        raw = res.outputs.get(v.out_index, b"")
+        never = compare.unwritten(raw, v.out_dtype, v.out_shape, v.out_strides, launch.OUT_FILL)
+        got = compare.decode(raw, v.out_dtype, v.out_shape, v.out_strides)
+        total = got.numel()
+        if never:
+            return SMK402, "failed", (f"{never}/{total} output elements were never written ({label}); the grid "
+                                      "covers every element, so the kernel skips some (bounds check or index math)")
+        if v.reference is None:
+            bad = compare.nonfinite_garbage(got, v.inputs)
+            note = f"; {bad} non-finite outputs from finite inputs" if bad else ""
+            return None, "no-reference", (f"ran without a crash ({label}); no torch reference known for op "
+                                           f"`{v.op}`{note}")
+        try:
+            exp = compare.expected_output(v.reference, v.inputs, v.dtype, v.alpha, v.natural_out)
+            if v.out_dtype != v.natural_out:
+                exp = exp.to(got.dtype)
+        except Exception as e:
+            return None, "no-reference", f"ran without a crash ({label}); the reference failed: {e}"
+        verdict = compare.compare(got, exp, v.out_dtype, v.reference.tolerance(v.out_dtype))
+        if verdict.ok:
+            return None, "passed", f"matches {v.reference.name or 'the reference'} ({label})"
+        return SMK402, "failed", (f"{v.out_dtype} result differs from {v.reference.name or 'the reference'} on "
+                                  f"torch CPU: {verdict.message} ({label})")
+
+    def _judge_spec(self, v: launch.Variant, res) -> tuple:
+        import torch
+        from . import compare
+        label = self.label
+        gots = []
+        for idx, dt, n in v.spec_outputs:
+            gots.append(compare.decode(res.outputs.get(idx, b""), dt, (n,), (1,)))
+        if v.reference is None:
+            bad = sum(compare.nonfinite_garbage(g, v.inputs) for g in gots)
+            note = f"; {bad} non-finite outputs from finite inputs" if bad else ""
+            return None, "no-reference", f"ran without a crash ({label}); no reference for `{v.op}`{note}"
+        try:
+            exp = v.reference.fn(*[t.clone() for t in v.inputs])
+        except Exception as e:
+            return None, "no-reference", f"ran without a crash ({label}); the reference failed: {e}"
+        if isinstance(exp, torch.Tensor):
+            exp = (exp,)
+        for (idx, dt, n), g, e in zip(v.spec_outputs, gots, exp):
+            e = torch.as_tensor(e).reshape(-1).to(g.dtype)
+            verdict = compare.compare(g, e, dt, v.reference.tolerance(dt))
+            if not verdict.ok:
+                return SMK402, "failed", (f"buffer {idx} differs from {v.reference.name or v.op}: "
+                                          f"{verdict.message} ({label})")
+        return None, "passed", f"matches {v.reference.name or v.op} ({label})"
+
+    # ------------------------------------------------------------ outcomes
+    def _compile_outcomes(self, path: Path, lines, comp) -> list[SmokeOutcome]:
+        outs = []
+        errs = comp.diagnostics[:MAX_COMPILE_ERRORS]
+        for d in errs:
+            ln, col, where = diagnostics.locate(d, str(path))
+            unsupported = self.backend.unsupported_reason(d)
+            if unsupported:
+                outs.append(self._outcome(path, lines, ln, None, "skipped", "", "", "", "",
+                                          f"not compiled: {unsupported}: {d.message}{where}", column=col))
+            else:
+                outs.append(self._outcome(path, lines, ln, SMK401, "failed", "", "", "", "",
+                                          f"{self.backend.compile_verb} failed: {d.message}{where}", column=col))
+        if not errs:
+            outs.append(self._outcome(path, lines, 1, SMK401, "failed", "", "", "", "",
+                                      f"{self.backend.compile_verb} failed: {comp.message.strip()[:500]}"))
+        return outs
+
+    def _file_outcome(self, path: Path, lines, status: str, msg: str) -> SmokeOutcome:
+        return self._outcome(path, lines, 1, None, status, "", "", "", "", msg)
+
+    def _entry_outcome(self, path, lines, e, code, status, dtype, variant, msg):
+        ln = e.get("line", 1) if _same_file(e.get("path", ""), path) else 1
+        return self._outcome(path, lines, ln, code, status, e["host_name"], launch.op_name(e), dtype, variant, msg)
+
+    def _variant_outcome(self, path, lines, e, v: launch.Variant, code, status, msg):
+        same = _same_file(v.path or e.get("path", ""), path)
+        ln = v.line if same else 1
+        if not same and v.path:
+            msg += f" [kernel instantiated in {v.path}:{v.line}]"
+        return self._outcome(path, lines, ln, code, status, v.kernel, v.op, v.dtype, v.variant, msg)
+
+    def _outcome(self, path: Path, lines, line: int, code, status, kernel, op, dtype, variant, msg,
+                 column: int | None = None) -> SmokeOutcome:
+        line = max(1, int(line or 1))
+        text = lines[line - 1] if lines and line <= len(lines) else ""
+        first = len(text) - len(text.lstrip()) + 1 if text.strip() else 1
+        col = column if column else first
+        end_col = max(len(text.rstrip()) + 1, col + 1)
+        return SmokeOutcome(code, status, str(path), line, col, line, end_col, kernel, op, dtype, variant, msg,
+                            self.label)
+
+
+def _same_file(a: str, b: Path) -> bool:
+    if not a:
+        return False
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
+
+
+def _buffer(v: launch.Variant, idx: int):
+    for b in v.launch.buffers:
+        if b.index == idx:
+            return b
+    return None
+
+
+def _param_name(entry: dict, idx: int) -> str:
+    for p in entry.get("params", []):
+        if p["role"] == idx:
+            m = _IDENT.search(p.get("text", ""))
+            if m:
+                return m.group(1)
+    return f"buffer({idx})"
+
+
+def describe_fault(res, entry: dict, v: launch.Variant) -> str:
+    f = res.fault
+    if not f:
+        return f"kernel process crashed: {res.message}"
+    kind = f.get("kind", "")
+    access = f.get("access", "access")
+    if kind in ("overflow", "underflow"):
+        idx = int(f.get("buf", -1))
+        off = int(f.get("off", 0))
+        buf = _buffer(v, idx)
+        n = buf.nbytes if buf else 0
+        name = _param_name(entry, idx)
+        where = f"{off - n} bytes past the end" if kind == "overflow" else f"{-off} bytes before the start"
+        return (f"out-of-bounds {access} {where} of buffer {idx} (`{name}`, {n} bytes): the access hit the guard "
+                "page; guard the access with the element count or fix the index math")
+    if kind == "wild":
+        return (f"out-of-bounds {access} at {f.get('addr', '?')}, outside every buffer (far past an end, or a "
+                "garbage pointer); check the index math")
+    if kind == "stack":
+        return "stack overflow in a kernel thread (deep recursion or a very large local array)"
+    if kind == "fpe":
+        return ("arithmetic trap (SIGFPE): integer division by zero or INT_MIN / -1; the GPU returns an unspecified "
+                "value instead of trapping, so guard the divisor")
+    if kind == "runtime":
+        return f"host runtime error: {f.get('msg', '')}"
+    return f"kernel aborted (signal {f.get('signal', '?')}): a trap, assert or abort in the kernel"

@@ -1,0 +1,91 @@
+"""
+## What it does
+Flags an op family of `native_functions.yaml` that is half migrated: some overloads (functional,
+inplace, out; Tensor and Scalar variants, following `structured_delegate`) reach MPS through the shared
+stub line (`CPU, CUDA, MPS: x`), while others still name an MPS-only function (`MPS: x_mps`). Each
+leftover is reported on its yaml `MPS:` line, and the host implementation left for it
+(`TORCH_IMPL_FUNC(x_mps)` or a structured-op macro) is reported in the `.mm` file.
+
+## Why is this bad?
+Every overload has its own `dispatch:` block. An entry left at `MPS: x_mps` still routes that overload
+to the old MPSGraph code, so callers silently land on the old path depending on which overload they
+hit (`torch.atan2(a, b)` vs `torch.atan2(a, b, out=c)`): different numerics, different dtype support,
+and the old code can never be deleted.
+
+## Example
+```yaml
+- func: atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+  dispatch:
+    CPU, CUDA, MPS: atan2_out
+- func: atan2.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+  dispatch:
+    CPU, CUDA: atan2_Scalar_out
+    MPS: atan2_Scalar_out_mps     # leftover
+```
+
+## Use instead
+```yaml
+  dispatch:
+    CPU, CUDA, MPS: atan2_Scalar_out
+```
+
+## How to fix
+Add `MPS` to the overload's shared dispatch line, make sure the stub it reaches has an MPS
+registration (`REGISTER_DISPATCH(..._stub, &..._mps_kernel)`), then delete the `*_mps` implementation
+and its `#include <ATen/ops/..._native.h>`. Grep the legacy name until nothing references it.
+
+Guide: *Step 1 — For Migrating from MPSGraph* — "Update every overload".
+"""
+
+from __future__ import annotations
+
+from mpslint.families import family_routes, leftovers, shared_non_mps_kernel
+from mpslint.model import Severity
+from mpslint.rule import Rule
+
+
+class LeftoverMpsgraphOverload(Rule):
+    code = "DSP301"
+    name = "leftover-mpsgraph-overload"
+    severity = Severity.WARNING
+    scope = "dispatch"
+    summary = "Op family half migrated: some overloads share the CPU/CUDA stub, others still dispatch to an MPS-only function"
+    fixable = "unsafe"
+    guide = "Step 1: Update native_functions.yaml (migrating)"
+
+    def check(self, ctx):
+        natives = ctx.project.natives
+        if natives is None:
+            return
+        graph = ctx.graph
+        for family, routes in sorted(family_routes(natives).items()):
+            left, migrated = leftovers(routes)
+            if not left:
+                continue
+            sib = ", ".join(f"`{r.overload.name}`" for r in migrated[:3]) + (" ..." if len(migrated) > 3 else "")
+            shared_kernel = migrated[0].route.kernel
+            for r in left:
+                ov = r.overload
+                g = ov.group_for("MPS")
+                target = shared_non_mps_kernel(ov)
+                yield ctx.finding(
+                    self,
+                    natives.path,
+                    g.span,
+                    f"`{ov.name}` still dispatches MPS to `{g.kernel}` while its siblings {sib} reach MPS through the "
+                    f"shared stub (`{shared_kernel}`); add MPS to this overload's shared line (`CPU, CUDA, MPS: {target}`) "
+                    f"and delete `{g.kernel}`.",
+                    op=family,
+                    overload=ov.name,
+                )
+                for impl in graph.impls_of(g.kernel):
+                    a = graph.attrs(impl)
+                    yield ctx.finding(
+                        self,
+                        a["path"],
+                        a["span"],
+                        f"`{g.kernel}` implements `{ov.name}`, a leftover of the `{family}` family whose other overloads were "
+                        f"migrated to the shared stub; migrate this overload too and delete this implementation.",
+                        op=family,
+                        overload=ov.name,
+                    )

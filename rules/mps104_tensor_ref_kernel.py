@@ -1,0 +1,127 @@
+"""
+## What it does
+Flags (1) a launch helper that takes `Tensor&`/`TensorBase&` and binds that tensor whole
+(`mtl_setArgs`, `mtl_setBuffer`, `[encoder setBuffer:...]`) while its callers hand it the operands of a
+`TensorIterator` — a `TensorIteratorBase&` and `bind_iter_tensors` belong there; and (2) a
+`const_cast` of a `TensorBase`/`Tensor` used to build an iterator.
+
+## Why is this bad?
+A `Tensor&` loses the offset and shape that `with_32bit_indexing()` gives each sub-iterator, so the
+helper can only ever bind the whole tensor: wrong results past `INT32_MAX` elements, and no way to
+split. Const-casting a `const TensorBase&` to build an iterator writes through a `const` reference
+and skips the iterator's borrowing semantics.
+
+## Example
+```objc
+static void launch_fill(const Tensor& out, float v) {
+  mtl_setArgs(encoder, out, v);
+}
+static void fill_kernel(TensorIteratorBase& iter, float v) {
+  launch_fill(iter.output(), v);
+}
+auto iter = TensorIterator::nullary_op(const_cast<TensorBase&>(self));
+```
+
+## Use instead
+```objc
+static void launch_fill(TensorIteratorBase& iter, float v) {
+  bind_iter_tensors(encoder, iter, /*ntensors=*/1);
+  mtl_setArgs<1>(encoder, v);
+}
+auto iter = at::TensorIterator::borrowing_nullary_op(self);
+```
+
+## How to fix
+Pass the `TensorIteratorBase&` down to the helper and bind with `bind_iter_tensors`; when a stub
+hands you a `const TensorBase&`, build the iterator with `TensorIterator::borrowing_nullary_op(self)`.
+
+Guide: *Working with TensorIterators* — "Pass `TensorIteratorBase&`, not `Tensor&`".
+"""
+
+from __future__ import annotations
+
+import re
+
+from mpslint import hostflow as hf
+from mpslint.model import Severity
+from mpslint.rule import Rule
+
+_ITER_BUILD = re.compile(r"TensorIterator\w*|nullary_op|unary_op|binary_op|add_output|add_owned_output|add_input|add_owned_input|add_const_input")
+
+
+class TensorRefKernel(Rule):
+    code = "MPS104"
+    name = "tensor-ref-kernel"
+    severity = Severity.WARNING
+    scope = "host"
+    summary = "Launch helper takes `Tensor&` and binds whole tensors where `TensorIteratorBase&` belongs; or const_cast to build an iterator"
+    guide = "Working with TensorIterators"
+
+    def check(self, ctx):
+        hosts = ctx.project.hosts
+        by_name = hf.functions_by_name(hosts)
+        # helper (path, name) -> {param index: (param, caller, argument text)}
+        misuse: dict[tuple[str, str], dict[int, tuple]] = {}
+        helpers: dict[tuple[str, str], object] = {}
+        for path in sorted(hosts):
+            for fn in hosts[path].functions:
+                yield from self._const_cast(ctx, path, fn)
+                iters = hf.iter_params(fn)
+                if not iters:
+                    continue
+                rx = hf.whole_tensor_rx(iters)
+                al = hf.aliases(fn, rx)
+                for call in fn.calls:
+                    if call.name in hf.BINDERS:
+                        continue
+                    for k, arg in enumerate(call.args):
+                        t = arg.text.strip()
+                        if not (rx.fullmatch(t) or t in al):
+                            continue
+                        for hpath, helper in by_name.get(call.name, []):
+                            if k >= len(helper.params) or hf.iter_params(helper):
+                                continue
+                            p = helper.params[k]
+                            if hf.TENSOR_REF_TYPE.search(p.type) and self._binds(helper, p.name):
+                                key = (hpath, helper.name)
+                                helpers[key] = helper
+                                misuse.setdefault(key, {}).setdefault(k, (p, fn.name, t))
+        for (hpath, _name), params in sorted(misuse.items()):
+            helper = helpers[(hpath, _name)]
+            first = params[min(params)]
+            names = ", ".join(f"`{p.name}`" for p, _, _ in (params[i] for i in sorted(params)))
+            p, caller, arg = first
+            yield ctx.finding(
+                self,
+                hpath,
+                p.span,
+                f"`{helper.name}` takes whole tensors ({names}) and binds them, but `{caller}` passes it iterator "
+                f"operands (`{arg}`); take `TensorIteratorBase& iter` instead and bind with `bind_iter_tensors(encoder, iter)`.",
+            )
+
+    @staticmethod
+    def _binds(fn, name):
+        return any(a.text == name for c in fn.calls for a in hf.bound_args(c))
+
+    def _const_cast(self, ctx, path, fn):
+        casted: dict[str, int] = {}
+        for c in fn.calls:
+            if c.name != "const_cast" or not re.search(r"\b(Tensor|TensorBase)\s*&", c.template):
+                continue
+            stmt = hf.stmt_text(fn, c.stmt)
+            feeds = bool(_ITER_BUILD.search(stmt))
+            if not feeds:
+                for d in fn.decls:
+                    if d.stmt == c.stmt:
+                        casted[d.name] = c.stmt
+                        later = [s.text for s in fn.stmts[c.stmt + 1 :]]
+                        if any(_ITER_BUILD.search(t) and re.search(r"(?<![\w.])" + re.escape(d.name) + r"\b", t) for t in later):
+                            feeds = True
+            if feeds:
+                yield ctx.finding(
+                    self,
+                    path,
+                    c.span,
+                    f"`const_cast<{c.template}>` is used to build a TensorIterator; use "
+                    f"`at::TensorIterator::borrowing_nullary_op(...)` (or a borrowing config) on the const tensor instead.",
+                )

@@ -1,0 +1,118 @@
+"""
+## What it does
+Flags a Metal op registered for some of `float`, `half` and `bfloat` but not all of them — in `.metal`
+files and in Metal embedded in host strings. `bfloat` guarded by `#if __METAL_VERSION__ >= 310` counts
+as registered. When the host code that launches the op filters dtypes (`TORCH_CHECK(isFloatingType(...))`,
+`AT_DISPATCH_*`, an explicit `scalar_type() == kFloat || ...`), only the dtypes it launches are required.
+
+## Why is this bad?
+The host code builds the kernel name from the tensor's dtype (`"my_op_" + scalarToMetalTypeString(t)`).
+A missing registration is found only at run time, as a "failed to create pipeline state" error for that
+dtype — typically `bfloat16`, which tests exercise least.
+
+## Example
+```metal
+REGISTER_UNARY_OP(my_op, float, float);
+REGISTER_UNARY_OP(my_op, half, half);
+```
+
+## Use instead
+```metal
+REGISTER_UNARY_OP(my_op, float, float);
+REGISTER_UNARY_OP(my_op, half, half);
+REGISTER_UNARY_OP(my_op, bfloat, bfloat);
+```
+
+## How to fix
+Register the missing dtypes (the message names them), or, if the op genuinely cannot support a dtype,
+reject it on the host before launch with a `TORCH_CHECK` on the dtype so users get a clear error.
+
+Guide: *Checklist* — "Supports required dtypes (float32, float16, bfloat16 ...)".
+"""
+
+from __future__ import annotations
+
+from mpslint.facts.metal import FLOAT_TYPES
+from mpslint.model import Severity
+from mpslint.rule import Rule
+
+
+class MissingDtypeRegistration(Rule):
+    code = "MTL201"
+    name = "missing-dtype-registration"
+    severity = Severity.WARNING
+    scope = "metal"
+    summary = "Metal op registered for some of float/half/bfloat but not all"
+    guide = "Checklist: Supports required dtypes"
+
+    def check(self, ctx):
+        groups: dict[tuple[str, str], list] = {}
+        for mf in ctx.project.all_metal():
+            for reg in mf.registrations:
+                groups.setdefault((reg.op, mf.path), []).append(reg)
+        graph = ctx.graph
+        for (op, path), regs in sorted(groups.items()):
+            have = {r.dtype for r in regs}
+            floats = have & set(FLOAT_TYPES)
+            if not floats:
+                continue
+            missing = [t for t in FLOAT_TYPES if t not in have]
+            launched = self._launched_dtypes(graph, op)
+            if launched is not None:
+                missing = [t for t in missing if t in launched]
+            if not missing:
+                continue
+            last = max((r for r in regs if r.dtype in FLOAT_TYPES), key=lambda r: r.span.start)
+            example = self._example(last, missing[0])
+            yield ctx.finding(
+                self,
+                path,
+                last.span,
+                f"Metal op `{op}` is registered for {', '.join(t for t in FLOAT_TYPES if t in have)} but not "
+                f"{', '.join(missing)}; launching it with {'/'.join(missing)} fails at run time. "
+                f"Add {example}, or reject the dtype on the host with a TORCH_CHECK.",
+                op=op,
+            )
+
+    @staticmethod
+    def _launched_dtypes(graph, op):
+        """Dtypes the host can launch ``op`` with, from the filters of its launchers (or their callers).
+
+        None when any launch path is unfiltered: then all of float/half/bfloat are required.
+        """
+        krefs = graph.into("mop:" + op, "resolves")
+        if not krefs:
+            return None
+        allowed: set[str] = set()
+
+        def filters_of(impl, depth=0):
+            own = graph.attrs(impl).get("dtype_filters") or []
+            if own:
+                return [set(f.dtypes) for f in own]
+            callers = graph.into(impl, "calls")
+            if not callers or depth > 3:
+                return None
+            out = []
+            for c in callers:
+                sub = filters_of(c, depth + 1)
+                if sub is None:
+                    return None
+                out.extend(sub)
+            return out
+
+        for kref in krefs:
+            for impl in graph.into(kref, "launches"):
+                fs = filters_of(impl)
+                if fs is None:
+                    return None
+                for f in fs:
+                    allowed |= f
+        return allowed
+
+    @staticmethod
+    def _example(reg, dtype):
+        if reg.macro.startswith("REGISTER_") and reg.macro in ("REGISTER_UNARY_OP", "REGISTER_BINARY_OP", "REGISTER_OPMATH_BINARY_OP", "REGISTER_TERNARY_OP"):
+            return f"`{reg.macro}({reg.op}, {dtype}, {dtype});`"
+        if reg.macro == "template":
+            return f"an instantiation of `{reg.kernel or reg.op}<{dtype}>`"
+        return f"`{reg.macro}(...)` for `{dtype}`"
