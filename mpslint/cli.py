@@ -23,11 +23,40 @@ def _codes(values: tuple[str, ...]) -> list[str]:
     return out
 
 
+# Subcommands that live in their own packages, imported only when invoked (startup stays fast).
+LAZY_COMMANDS = {
+    "audit": "mpslint.audit.cli:audit_cmd",
+    "smoke": "mpslint.smoke.cli:smoke_cmd",
+    "review": "mpslint.review.cli:review_cmd",
+}
+
+
 class DefaultGroup(click.Group):
-    """``mpslint PATHS`` means ``mpslint check PATHS``."""
+    """``mpslint PATHS`` means ``mpslint check PATHS``; some subcommands load lazily."""
+
+    def list_commands(self, ctx):
+        return sorted(set(self.commands) | {k for k in LAZY_COMMANDS if self._lazy(k) is not None})
+
+    def get_command(self, ctx, name):
+        if name in self.commands:
+            return self.commands[name]
+        return self._lazy(name)
+
+    @staticmethod
+    def _lazy(name):
+        target = LAZY_COMMANDS.get(name)
+        if target is None:
+            return None
+        import importlib
+
+        mod, _, attr = target.partition(":")
+        try:
+            return getattr(importlib.import_module(mod), attr)
+        except (ImportError, AttributeError):
+            return None
 
     def parse_args(self, ctx, args):
-        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+        if not args or (args[0] not in self.commands and args[0] not in LAZY_COMMANDS and args[0] not in ("--help", "-h", "--version")):
             args = ["check", *args]
         return super().parse_args(ctx, args)
 
