@@ -56,7 +56,7 @@ class _Ignore:
                 import pathspec
 
                 lines = gi.read_text(encoding="utf-8", errors="replace").splitlines()
-                self.specs.append((directory, pathspec.PathSpec.from_lines("gitwildmatch", lines)))
+                self.specs.append((directory, pathspec.GitIgnoreSpec.from_lines(lines)))
             except Exception:  # a broken .gitignore never stops linting
                 pass
 
