@@ -104,7 +104,10 @@ def lint_options(f):
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the report to a file.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--statistics", is_flag=True, help="Print counts per rule and parse health.")
-def check(paths, select, extend_select, ignore, native_functions, config_path, isolated, fmt, output, exit_zero, statistics):
+@click.option("--fix", "do_fix", is_flag=True, help="Apply safe fixes (verified: re-parse, re-lint) and report what remains.")
+@click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, also apply unsafe fixes.")
+@click.option("--diff", "show_diff", is_flag=True, help="Print the fixes as a unified diff; change no file.")
+def check(paths, select, extend_select, ignore, native_functions, config_path, isolated, fmt, output, exit_zero, statistics, do_fix, unsafe_fixes, show_diff):
     """Lint PATHS (files or directories; default: the current directory)."""
     from .engine import LintOptions, lint
     from .reporters import get_reporter
@@ -120,6 +123,9 @@ def check(paths, select, extend_select, ignore, native_functions, config_path, i
         ignore=_codes(ignore),
     )
     _check_codes(opts.select or [], opts.extend_select, opts.ignore)
+    if do_fix or show_diff:
+        _run_fixes(opts, unsafe_fixes, show_diff, fmt, output, exit_zero, statistics)
+        return
     try:
         result = lint(opts)
     except Exception as e:  # never a traceback in CI: one line, exit 2
@@ -146,6 +152,46 @@ def check(paths, select, extend_select, ignore, native_functions, config_path, i
     if result.findings and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
+
+
+def _run_fixes(opts, unsafe, show_diff, fmt, output, exit_zero, statistics):
+    """``--fix`` / ``--diff``: exit 1 when findings remain (``--fix``) or the diff is not empty (``--diff``)."""
+    from .fixer import fix
+    from .reporters import get_reporter
+
+    try:
+        outcome = fix(opts, unsafe=unsafe)
+    except Exception as e:
+        click.echo(f"mpslint: internal error: {type(e).__name__}: {e}", err=True)
+        sys.exit(EXIT_ERROR)
+    for f, why in outcome.rejected:
+        click.echo(f"mpslint: {f.path}:{f.span.line}: fix for {f.code} not applied: {why}", err=True)
+    if show_diff:
+        diff = outcome.diff()
+        if output:
+            Path(output).write_text(diff, encoding="utf-8")
+        else:
+            click.echo(diff, nl=False)
+        n = len(outcome.applied)
+        click.echo(f"Would fix {n} finding{'s' if n != 1 else ''}.", err=True)
+        sys.exit(EXIT_FINDINGS if diff and not exit_zero else EXIT_CLEAN)
+    base = Path(opts.cwd or Path.cwd())
+    for path, text in sorted(outcome.texts.items()):
+        target = Path(path) if Path(path).is_absolute() else base / path
+        tmp = target.with_name(target.name + ".mpslint-tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(target)
+    n = len(outcome.applied)
+    click.echo(f"Fixed {n} finding{'s' if n != 1 else ''} in {len(outcome.texts)} file{'s' if len(outcome.texts) != 1 else ''}.", err=True)
+    result = outcome.result
+    text = get_reporter(fmt)(result, color=output is None and sys.stdout.isatty(), statistics=statistics)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+    if result.internal_errors:
+        sys.exit(EXIT_ERROR)
+    sys.exit(EXIT_FINDINGS if result.findings and not exit_zero else EXIT_CLEAN)
 
 
 def _check_codes(*groups):

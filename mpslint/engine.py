@@ -23,6 +23,7 @@ class LintOptions:
     ignore: list[str] = field(default_factory=list)
     cwd: Path | None = None
     rule_options: dict = field(default_factory=dict)
+    overrides: dict[str, str] = field(default_factory=dict)  # reported path -> text to lint instead of the file's
 
 
 @dataclass
@@ -37,11 +38,11 @@ class LintResult:
     files: int
 
 
-def load_project(files: list[Discovered], context: list[Discovered] = ()) -> tuple[Project, list[str]]:
+def load_project(files: list[Discovered], context: list[Discovered] = (), overrides: dict[str, str] | None = None) -> tuple[Project, list[str]]:
     project = Project()
     internal: list[str] = []
     for d, linted in [(f, True) for f in files] + [(f, False) for f in context]:
-        src = read_source(d)
+        src = read_source(d, (overrides or {}).get(d.path))
         if isinstance(src, FileError):
             project.errors.append(src)
             continue
@@ -71,7 +72,7 @@ def lint(opts: LintOptions) -> LintResult:
         elif nf_path is not None:
             dp = display_path(nf_path, cwd)
             context.append(Discovered(dp, str(nf_path), "yaml", False))
-    project, internal = load_project(files, context)
+    project, internal = load_project(files, context, opts.overrides)
     # ruff's precedence: a --select on the command line replaces the file's select and ignore
     if opts.select is not None:
         rules = select_rules(opts.select, opts.extend_select, opts.ignore)

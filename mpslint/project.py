@@ -37,7 +37,10 @@ class Project:
             yield from self.metals[path]
 
 
-def read_source(d: Discovered) -> SourceFile | FileError:
+def read_source(d: Discovered, override: str | None = None) -> SourceFile | FileError:
+    if override is not None:  # text already in memory (a fix being verified)
+        kind = d.kind if d.kind != "header" else ("metal" if is_metal_header(override) else "host")
+        return SourceFile(d.path, override, kind, hashlib.sha1(override.encode("utf-8")).hexdigest())
     try:
         with open(d.fs_path, "rb") as fh:
             data = fh.read(MAX_BYTES + 1)

@@ -60,9 +60,9 @@ class UncheckedNarrowing(Rule):
             facts = hosts[path]
             has_include = any(i.header == "c10/util/TypeCast.h" for i in facts.includes)
             for fn in facts.functions:
-                yield from self._check_fn(ctx, path, fn, fn.name in sub_callees, has_include)
+                yield from self._check_fn(ctx, path, fn, fn.name in sub_callees, has_include, facts.includes)
 
-    def _check_fn(self, ctx, path, fn, is_subiter_callee, has_include):
+    def _check_fn(self, ctx, path, fn, is_subiter_callee, has_include, includes=()):
         svars = hf.size_vars(fn)
         iters = set(hf.iter_params(fn))
         loops = hf.subiter_loops(fn)
@@ -106,6 +106,9 @@ class UncheckedNarrowing(Rule):
             if cast.kind == "static_cast" and typ in ("uint32_t", "int32_t", "int", "uint16_t", "int16_t"):
                 src = ctx.source(path, cast.operand.span)
                 edits = [ctx.edit(path, cast.span.start, cast.span.end, f'c10::checked_convert<{typ}>({src}, "{typ}")')]
+                if not has_include and includes:
+                    at = includes[-1].span.end  # after the last #include line
+                    edits.append(ctx.edit(path, at, at, "\n#include <c10/util/TypeCast.h>"))
                 fix = Fix(f"Use `c10::checked_convert<{typ}>`", tuple(edits), "safe")
             yield ctx.finding(
                 self,
