@@ -145,10 +145,10 @@ def check(paths, select, extend_select, ignore, native_functions, config_path, i
         Path(output).write_text(text, encoding="utf-8")
     else:
         click.echo(text, nl=False)
-    if result.internal_errors or (result.problems and result.files == 0):
+    if result.internal_errors or _nothing_linted(result):
         sys.exit(EXIT_ERROR)
-    if result.files == 0 and result.errors:
-        sys.exit(EXIT_ERROR)
+    if result.files == 0:
+        click.echo("mpslint: warning: no files to lint under the given paths", err=True)
     if result.findings and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
@@ -192,6 +192,14 @@ def _run_fixes(opts, unsafe, show_diff, fmt, output, exit_zero, statistics):
     if result.internal_errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if result.findings and not exit_zero else EXIT_CLEAN)
+
+
+def _nothing_linted(result) -> bool:
+    """Exit 2 only when nothing could be linted: every input failed, or a path did not exist and none did."""
+    if result.files == 0:
+        return bool(result.problems or result.errors)
+    fatal = {e.path for e in result.errors if e.fatal}
+    return not (result.project.linted - fatal)
 
 
 def _check_codes(*groups):

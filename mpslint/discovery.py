@@ -73,9 +73,13 @@ class _Ignore:
 
 def display_path(p: Path, cwd: Path) -> str:
     try:
-        return p.resolve().relative_to(cwd).as_posix()
+        full = p.resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        full = Path(os.path.abspath(p))
+    try:
+        return full.relative_to(cwd).as_posix()
     except ValueError:
-        return p.resolve().as_posix()
+        return full.as_posix()
 
 
 def discover(paths: list[str], cwd: Path | None = None, exclude=None) -> tuple[list[Discovered], list[str]]:
@@ -85,8 +89,11 @@ def discover(paths: list[str], cwd: Path | None = None, exclude=None) -> tuple[l
     problems: list[str] = []
     for raw in paths:
         p = Path(raw)
-        if not p.exists():
-            problems.append(f"{raw}: no such file or directory")
+        try:
+            p.resolve(strict=True)
+        except (OSError, RuntimeError) as e:
+            loop = isinstance(e, RuntimeError) or getattr(e, "errno", None) == 40
+            problems.append(f"{raw}: {'symlink loop' if loop else 'no such file or directory'}")
             continue
         if p.is_file():
             k = kind_of(p, explicit=True)
@@ -135,7 +142,10 @@ def discover(paths: list[str], cwd: Path | None = None, exclude=None) -> tuple[l
 def find_native_functions(paths: list[str]) -> Path | None:
     """Walk up from each path to a checkout root holding aten/src/ATen/native/native_functions.yaml."""
     for raw in paths:
-        p = Path(raw).resolve()
+        try:
+            p = Path(raw).resolve()
+        except (OSError, RuntimeError):
+            continue
         for anc in [p, *p.parents]:
             cand = anc / NATIVE_FUNCTIONS_REL
             if cand.is_file():

@@ -104,6 +104,7 @@ class FileError:
     path: str
     line: int
     message: str
+    fatal: bool = False  # nothing of this file could be linted
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.message}" if self.line else f"{self.path}: {self.message}"

@@ -31,6 +31,7 @@ class Project:
     stats: ParseStats = field(default_factory=ParseStats)
     linted: set[str] = field(default_factory=set)  # paths whose findings are reported
     graph: DispatchGraph = field(default_factory=DispatchGraph)
+    cache: object = None  # the FactsCache used to load this project (hits/misses), if any
 
     def all_metal(self):
         for path in sorted(self.metals):
@@ -45,16 +46,16 @@ def read_source(d: Discovered, override: str | None = None) -> SourceFile | File
         with open(d.fs_path, "rb") as fh:
             data = fh.read(MAX_BYTES + 1)
     except OSError as e:
-        return FileError(d.path, 0, f"cannot read file: {e.strerror or e}")
+        return FileError(d.path, 0, f"cannot read file: {e.strerror or e}", fatal=True)
     if len(data) > MAX_BYTES:
-        return FileError(d.path, 0, f"file larger than {MAX_BYTES // (1024 * 1024)} MB; skipped")
+        return FileError(d.path, 0, f"file larger than {MAX_BYTES // (1024 * 1024)} MB; skipped", fatal=True)
     if b"\x00" in data[:8192]:
-        return FileError(d.path, 0, "binary file (NUL bytes); skipped")
+        return FileError(d.path, 0, "binary file (NUL bytes); skipped", fatal=True)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
-        return FileError(d.path, line, f"not valid UTF-8 (byte 0x{data[e.start]:02x}); skipped")
+        return FileError(d.path, line, f"not valid UTF-8 (byte 0x{data[e.start]:02x}); skipped", fatal=True)
     text = text.replace("\r\n", "\n") if "\r\n" in text else text
     kind = d.kind
     if kind == "header":

@@ -84,14 +84,16 @@ def load_native_functions(path: str, text: str, index: LineIndex) -> NativeFunct
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 0
         msg = str(getattr(e, "problem", None) or e).strip().splitlines()[0]
-        errors.append(FileError(path, line, f"invalid YAML: {msg}"))
+        errors.append(FileError(path, line, f"invalid YAML: {msg}", fatal=True))
         return NativeFunctions(path, [], {}, errors, loader_name)
     if data is None:
         data = []
     if not isinstance(data, list):
-        errors.append(FileError(path, 1, f"expected a list of entries, got {type(data).__name__}"))
+        errors.append(FileError(path, 1, f"expected a list of entries, got {type(data).__name__}", fatal=True))
         return NativeFunctions(path, [], {}, errors, loader_name)
     starts = [m.start() for m in _ENTRY.finditer(text)]
+    items = [m.start() for m in re.finditer(r"^-(?:\s|$)", text, re.M)]  # every top-level list item
+    item_line = (lambda i: index.position(items[i])[0]) if len(items) == len(data) else (lambda i: 0)
     entries = [e for e in data]
     aligned = len(starts) == sum(1 for e in entries if isinstance(e, dict) and "func" in e)
     lines = text.split("\n")
@@ -100,11 +102,11 @@ def load_native_functions(path: str, text: str, index: LineIndex) -> NativeFunct
     k = 0
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or "func" not in entry:
-            errors.append(FileError(path, 0, f"entry {i + 1} is not a mapping with a 'func' key; skipped"))
+            errors.append(FileError(path, item_line(i), f"entry {i + 1} is not a mapping with a 'func' key; skipped"))
             continue
         func = entry.get("func")
         if not isinstance(func, str):
-            errors.append(FileError(path, 0, f"entry {i + 1}: 'func' is not a string; skipped"))
+            errors.append(FileError(path, item_line(i), f"entry {i + 1}: 'func' is not a string; skipped"))
             k += 1
             continue
         start = starts[k] if aligned and k < len(starts) else _find_func(text, func)
@@ -132,13 +134,16 @@ def load_native_functions(path: str, text: str, index: LineIndex) -> NativeFunct
         o.entry_end_line = index.position(end)[0]
         dispatch = entry.get("dispatch")
         if dispatch is not None and not isinstance(dispatch, dict):
-            errors.append(FileError(path, span.line, f"{name}: 'dispatch' is not a mapping; ignored"))
+            errors.append(FileError(path, _key_line(text, start, end, "dispatch", index, span.line), f"{name}: 'dispatch' is not a mapping; ignored"))
             dispatch = None
+        for dup_line, dup_key in _duplicate_keys(text, start, end, index):
+            errors.append(FileError(path, dup_line, f"{name}: duplicate key {dup_key!r} (YAML keeps only the last one)"))
         if dispatch:
             key_lines = _dispatch_lines(text, start, end, index)
             for keys, kernel in dispatch.items():
                 if not isinstance(keys, str) or not isinstance(kernel, str):
-                    errors.append(FileError(path, span.line, f"{name}: malformed dispatch entry {keys!r}: {kernel!r}; ignored"))
+                    line = _key_line(text, start, end, str(keys), index, span.line)
+                    errors.append(FileError(path, line, f"{name}: malformed dispatch entry {keys!r}: {kernel!r}; ignored"))
                     continue
                 key_tuple = tuple(x.strip() for x in keys.split(",") if x.strip())
                 kspan = key_lines.get(key_tuple, span)
@@ -149,6 +154,39 @@ def load_native_functions(path: str, text: str, index: LineIndex) -> NativeFunct
         overloads.append(o)
     del lines
     return NativeFunctions(path, overloads, by_name, errors, loader_name)
+
+
+def _duplicate_keys(text: str, start: int, end: int, index: LineIndex) -> list[tuple[int, str]]:
+    """Keys written twice in one entry, or twice in one nested block such as ``dispatch:``.
+
+    PyYAML keeps the last value silently, so ``CPU: a`` then ``CPU: b`` would hide a kernel.
+    """
+    if start < 0:
+        return []
+    out: list[tuple[int, str]] = []
+    top: set[str] = set()
+    nested: set[str] = set()
+    for m in re.finditer(r"^(- |[ \t]*)([A-Za-z_][\w, ]*?)[ \t]*:(?=\s|$)", text[start:end], re.M):
+        lead, key = m.group(1), m.group(2).strip()
+        indent = 2 if lead == "- " else len(lead)
+        if indent < 2:
+            continue
+        if indent == 2:
+            nested = set()
+            bucket = top
+        else:
+            bucket = nested
+        if key in bucket:
+            out.append((index.position(start + m.start(2))[0], key))
+        bucket.add(key)
+    return out
+
+
+def _key_line(text: str, start: int, end: int, key: str, index: LineIndex, default: int) -> int:
+    if start < 0:
+        return default
+    m = re.search(r"^[ \t]+" + re.escape(key) + r"[ \t]*:", text[start:end], re.M)
+    return index.position(start + m.start())[0] if m else default
 
 
 def _find_func(text: str, func: str) -> int:

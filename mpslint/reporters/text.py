@@ -31,6 +31,11 @@ def render(result, color: bool = False, statistics: bool = False, **_) -> str:
         lines.append(f"Found {n} finding{'s' if n != 1 else ''} in {result.files} file{'s' if result.files != 1 else ''}.")
         if fixable:
             lines.append(f"[*] {fixable} with a safe automatic fix.")
+    elif result.files == 0:
+        lines.append("No files to lint.")
+    elif any(e.fatal for e in result.errors):
+        bad = len({e.path for e in result.errors if e.fatal})
+        lines.append(f"No findings, but {bad} of {result.files} file{'s' if result.files != 1 else ''} could not be linted (see the errors above).")
     else:
         lines.append(style(f"All checks passed ({result.files} file{'s' if result.files != 1 else ''}).", fg="green"))
     return "\n".join(lines) + "\n"
