@@ -125,7 +125,8 @@ class SmokeReport:
 
 
 def _reason_key(msg: str) -> str:
-    return msg.split(";")[0].split(" (")[0][:90]
+    import re
+    return re.sub(r"`[^`]*`", "`…`", msg.split(";")[0].split(" (")[0])[:90]
 
 
 def choose_backend(name: str):

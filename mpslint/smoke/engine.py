@@ -6,7 +6,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import diagnostics, launch, reference, spec
+from . import diagnostics, dtypes, launch, reference, spec
 from .api import SMK401, SMK402, SMK403, SMK404, SmokeOptions, SmokeOutcome, SmokeReport
 from .progress import Progress
 
@@ -132,14 +132,18 @@ class Engine:
             buf = _buffer(v, idx)
             name = _param_name(entry, idx)
             n = buf.nbytes if buf else 0
-            where = (f"{off - n} bytes past the end" if off >= n else f"{-off} bytes before the start")
+            where = _where(off, n)
             return SMK403, "failed", (f"out-of-bounds write {where} of buffer {idx} (`{name}`, {n} bytes), found by "
                                       f"the canary around the buffer ({label}); guard the store with the element "
                                       "count or fix the index math")
         if v.spec_outputs:
             return self._judge_spec(v, res)
         raw = res.outputs.get(v.out_index, b"")
-        never = compare.unwritten(raw, v.out_dtype, v.out_shape, v.out_strides, launch.OUT_FILL)
+        # the 0xFF fill is a NaN no arithmetic produces for float outputs; for integers it is a legal value (-1),
+        # so there the comparison with the reference has to catch unwritten elements
+        never = 0
+        if dtypes.lookup(v.out_dtype).kind in ("float", "complex"):
+            never = compare.unwritten(raw, v.out_dtype, v.out_shape, v.out_strides, launch.OUT_FILL)
         got = compare.decode(raw, v.out_dtype, v.out_shape, v.out_strides)
         total = got.numel()
         if never:
@@ -152,14 +156,22 @@ class Engine:
                                            f"`{v.op}`{note}")
         try:
             exp = compare.expected_output(v.reference, v.inputs, v.dtype, v.alpha, v.natural_out)
-            if v.out_dtype != v.natural_out:
-                exp = exp.to(got.dtype)
         except Exception as e:
             return None, "no-reference", f"ran without a crash ({label}); the reference failed: {e}"
-        verdict = compare.compare(got, exp, v.out_dtype, v.reference.tolerance(v.out_dtype))
+        # castout: the functor's result (natural dtype) is converted on store; compare in the narrower of the
+        # two dtypes, so that a half result stored as float is judged with half's tolerance
+        cmp_dtype = v.out_dtype
+        if v.out_dtype != v.natural_out:
+            nat, out = dtypes.lookup(v.natural_out), dtypes.lookup(v.out_dtype)
+            if nat.kind == out.kind and nat.size < out.size:
+                cmp_dtype = v.natural_out
+                got = got.to(exp.dtype)
+            else:
+                exp = exp.to(got.dtype)
+        verdict = compare.compare(got, exp, cmp_dtype, v.reference.tolerance(cmp_dtype))
         if verdict.ok:
             return None, "passed", f"matches {v.reference.name or 'the reference'} ({label})"
-        return SMK402, "failed", (f"{v.out_dtype} result differs from {v.reference.name or 'the reference'} on "
+        return SMK402, "failed", (f"{cmp_dtype} result differs from {v.reference.name or 'the reference'} on "
                                   f"torch CPU: {verdict.message} ({label})")
 
     def _judge_spec(self, v: launch.Variant, res) -> tuple:
@@ -255,6 +267,14 @@ def _param_name(entry: dict, idx: int) -> str:
     return f"buffer({idx})"
 
 
+def _where(off: int, n: int) -> str:
+    if off < 0:
+        return f"{-off} bytes before the start"
+    if off == n:
+        return "just past the end"
+    return f"{off - n} bytes past the end"
+
+
 def describe_fault(res, entry: dict, v: launch.Variant) -> str:
     f = res.fault
     if not f:
@@ -267,7 +287,7 @@ def describe_fault(res, entry: dict, v: launch.Variant) -> str:
         buf = _buffer(v, idx)
         n = buf.nbytes if buf else 0
         name = _param_name(entry, idx)
-        where = f"{off - n} bytes past the end" if kind == "overflow" else f"{-off} bytes before the start"
+        where = _where(off, n)
         return (f"out-of-bounds {access} {where} of buffer {idx} (`{name}`, {n} bytes): the access hit the guard "
                 "page; guard the access with the element count or fix the index math")
     if kind == "wild":

@@ -103,8 +103,12 @@ _TABLE: dict[str, Reference] = {
                                       name="aten.hardsigmoid_backward"),
     "hardswish_backward": Reference(lambda g, x, **_: _t().ops.aten.hardswish_backward(g, x),
                                     name="aten.hardswish_backward"),
-    "shrink_backward": Reference(lambda g, x, alpha=0.5, **_: _t().ops.aten.hardshrink_backward(g, x, float(alpha)),
-                                 name="aten.hardshrink_backward", uses_alpha=True),
+    "hardshrink_backward": Reference(
+        lambda g, x, alpha=0.5, **_: _t().ops.aten.hardshrink_backward(g, x, float(alpha)),
+        name="aten.hardshrink_backward", uses_alpha=True),
+    "softshrink_backward": Reference(
+        lambda g, x, alpha=0.5, **_: _t().ops.aten.softshrink_backward(g, x, float(alpha)),
+        name="aten.softshrink_backward", uses_alpha=True),
     "leaky_relu_backward": Reference(
         lambda g, x, alpha=0.01, **_: _t().ops.aten.leaky_relu_backward(g, x, float(alpha), False),
         name="aten.leaky_relu_backward", uses_alpha=True),

@@ -73,9 +73,10 @@ def include_roots(metal_file: Path, headers_root: Path | None = None) -> list[Pa
             inc = torch_include_dir()
             if inc is not None:
                 roots.append(inc)
-    tree = find_tree_root(metal_file.resolve())
-    if tree is not None and (tree / "aten" / "src").is_dir():
-        roots.append(tree / "aten" / "src")
+    for parent in metal_file.resolve().parents:   # a checkout (or a partial mirror) of aten/src
+        if (parent / "aten" / "src" / "ATen").is_dir():
+            roots.append(parent / "aten" / "src")
+            break
     out, seen = [], set()
     for r in roots:
         key = str(r.resolve())

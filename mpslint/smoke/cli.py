@@ -1,0 +1,68 @@
+"""`mpslint smoke PATHS` (loaded lazily by mpslint.cli).  Text and JSON output of its own; the lead's
+reporters (SARIF, review bot ...) can consume `outcome_dict` / SmokeOutcome directly.
+
+Exit codes: 0 no finding, 1 findings (SMK401-404), 2 usage error."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from .api import CODES, SmokeOptions, run_smoke
+
+
+def collect(paths: tuple[str, ...]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        q = Path(p)
+        if q.is_dir():
+            out.extend(sorted(q.rglob("*.metal")))
+        else:
+            out.append(q)
+    return out
+
+
+def outcome_dict(o) -> dict:
+    d = dataclasses.asdict(o)
+    d["title"] = CODES.get(o.code or "", o.status)
+    return d
+
+
+@click.command("smoke")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--backend", type=click.Choice(["auto", "host", "metal"]), default="auto", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--jobs", "-j", type=int, default=1, show_default=True)
+@click.option("--timeout", type=float, default=10.0, show_default=True, help="seconds per kernel launch")
+@click.option("--memory-mb", type=int, default=2048, show_default=True)
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None)
+@click.option("--headers-root", type=click.Path(file_okay=False), default=None,
+              help="directory containing c10/metal (default: the linted tree, else the torch wheel)")
+@click.option("--show-passed", is_flag=True, help="also list passed and skipped variants")
+@click.option("--progress/--no-progress", default=True)
+def smoke_cmd(paths, backend, fmt, jobs, timeout, memory_mb, cache_dir, headers_root, show_passed, progress):
+    """Compile and smoke-run the kernels of .metal files (host-emulated on Linux)."""
+    files = collect(paths)
+    if not files:
+        click.echo("mpslint smoke: no .metal files", err=True)
+        sys.exit(2)
+    opts = SmokeOptions(backend=backend, jobs=jobs, timeout=timeout, memory_mb=memory_mb,
+                        cache_dir=Path(cache_dir) if cache_dir else None,
+                        headers_root=Path(headers_root) if headers_root else None, progress=progress)
+    report = run_smoke(files, opts)
+    if fmt == "json":
+        s = report.summary()
+        click.echo(json.dumps({"backend": report.backend_label, "summary": dataclasses.asdict(s),
+                               "outcomes": [outcome_dict(o) for o in report.outcomes]}, indent=2))
+    else:
+        for o in report.outcomes:
+            if o.code is None and not show_passed:
+                continue
+            tag = o.code or o.status
+            what = " ".join(x for x in (o.kernel, f"[{o.variant}]" if o.variant else "") if x)
+            click.echo(f"{o.path}:{o.line}:{o.column}: {tag} {what}: {o.message}")
+        click.echo(report.format_summary())
+    sys.exit(1 if report.findings else 0)
