@@ -144,6 +144,47 @@ class DispatchGraph:
                         ops.append(mop)
         return ops
 
+    # ---------------------------------------------------------------- audit queries (bounded call depth)
+    METAL_LAUNCH_CALLS = frozenset(
+        {"mtl_dispatch1DJob", "dispatchThreads", "dispatchThreadgroups", "exec_unary_kernel", "exec_binary_kernel", "exec_ternary_kernel"}
+    )
+
+    def reachable_within(self, impl: str, depth: int = 3) -> list[str]:
+        """``impl`` and the tree functions it calls, at most ``depth`` calls away (breadth first)."""
+        seen, frontier = [impl], [impl]
+        for _ in range(depth):
+            nxt = []
+            for i in frontier:
+                for j in self.out(i, "calls"):
+                    if j not in seen:
+                        seen.append(j)
+                        nxt.append(j)
+            frontier = nxt
+        return seen
+
+    def launches_metal(self, impl: str, depth: int = 3) -> bool:
+        """The implementation, or a helper at most ``depth`` calls away, launches a Metal kernel."""
+        for i in self.reachable_within(impl, depth):
+            if self.out(i, "launches"):
+                return True
+            fn = self.attrs(i).get("function")
+            if fn is not None and any(c.name in self.METAL_LAUNCH_CALLS for c in fn.calls):
+                return True
+        return False
+
+    def builds_mpsgraph(self, impl: str, depth: int = 3) -> bool:
+        """The implementation, or a helper at most ``depth`` calls away, builds an MPSGraph."""
+        return any(self.attrs(i).get("mpsgraph") for i in self.reachable_within(impl, depth))
+
+    def kernel_refs_of(self, impl: str, depth: int = 3) -> list[str]:
+        """``kref`` nodes (kernel names asked for) of the implementation and its helpers."""
+        out: list[str] = []
+        for i in self.reachable_within(impl, depth):
+            for k in self.out(i, "launches"):
+                if k not in out:
+                    out.append(k)
+        return out
+
     def families(self) -> dict[str, list[Overload]]:
         fams: dict[str, list[Overload]] = {}
         if self.natives is None:

@@ -1,0 +1,8 @@
+"""``mpslint audit``: where each op of native_functions.yaml stands between MPSGraph and native Metal.
+
+classify.py decides, model.py holds the data, render_*.py print it (from plain dicts, so a report read back
+from JSON renders the same), compare.py diffs two reports, cli.py is the click command.
+"""
+
+from .classify import AuditError, run_audit  # noqa: F401
+from .model import CLASSES, FAMILY_CLASSES, SCHEMA_VERSION  # noqa: F401
