@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .reporters import FORMATS as REPORT_FORMATS
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -97,22 +98,57 @@ def lint_options(f):
     return f
 
 
-@main.command()
+class _CheckCommand(click.Command):
+    """``check``: with ``--format lintrunner`` a usage error is reported as a path-less LintMessage, exit 0."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as e:
+            if ctx.params.get("fmt") != "lintrunner":
+                raise
+            from .reporters.lintrunner import failure
+
+            _emit(failure(f"mpslint: {e.format_message()}"), ctx.params.get("output"))
+            ctx.exit(EXIT_CLEAN)
+
+
+def _expand_response_files(paths) -> list[str]:
+    """``@FILE`` arguments (lintrunner's ``@{{PATHSFILE}}``) stand for the paths listed in FILE, one per line."""
+    out: list[str] = []
+    for p in paths:
+        if p.startswith("@") and not Path(p).exists() and Path(p[1:]).is_file():
+            out.extend(x.strip() for x in Path(p[1:]).read_text(encoding="utf-8").splitlines() if x.strip())
+        else:
+            out.append(p)
+    return out
+
+
+@main.command(cls=_CheckCommand)
 @click.argument("paths", nargs=-1, type=click.Path())
 @lint_options
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(list(REPORT_FORMATS)), default="text", show_default=True, help="Report format (see docs/integrations.md).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the report to a file.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
-@click.option("--statistics", is_flag=True, help="Print counts per rule and parse health.")
+@click.option("--statistics", is_flag=True, help="Print counts per rule and parse health (on stderr for every format but text).")
 @click.option("--fix", "do_fix", is_flag=True, help="Apply safe fixes (verified: re-parse, re-lint) and report what remains.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, also apply unsafe fixes.")
 @click.option("--diff", "show_diff", is_flag=True, help="Print the fixes as a unified diff; change no file.")
-def check(paths, select, extend_select, ignore, native_functions, config_path, isolated, fmt, output, exit_zero, statistics, do_fix, unsafe_fixes, show_diff):
-    """Lint PATHS (files or directories; default: the current directory)."""
+@click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False), help="Do not report findings recorded in this baseline; report its stale entries.")
+@click.option("--write-baseline", "write_baseline", type=click.Path(dir_okay=False, writable=True), help="Record the current findings in a baseline file (with --baseline: only shrink it).")
+@click.option("--diff-base", "diff_base", metavar="REF", help="Report only findings the diff since the merge base with REF touches.")
+@click.option("--filter", "filter_mode", type=click.Choice(["added", "context", "file", "none"]), default="added", show_default=True, help="With --diff-base: added lines, hunk lines, changed files (and findings new in unchanged files), or everything.")
+@click.option("--cache-dir", "cache_dir", type=click.Path(file_okay=False), envvar="MPSLINT_CACHE_DIR", help="Directory of the facts cache [default: .mpslint_cache in the project root; env: MPSLINT_CACHE_DIR].")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the facts cache.")
+@click.option("--jobs", "-j", "jobs", type=click.IntRange(min=0), default=None, help="Worker processes for parsing [default: automatic: one per core for large trees, none for small runs; 0 or 1: none].")
+@click.option("--smoke", is_flag=True, help="Also compile and smoke-run the checked .metal files (SMK4xx; host-emulated on Linux).")
+@click.option("--smoke-backend", type=click.Choice(["auto", "host", "metal"]), default="auto", show_default=True)
+def check(paths, select, extend_select, ignore, native_functions, config_path, isolated, fmt, output, exit_zero, statistics, do_fix, unsafe_fixes, show_diff, baseline_path, write_baseline, diff_base, filter_mode, cache_dir, no_cache, jobs, smoke=False, smoke_backend="auto"):
+    """Lint PATHS (files or directories; default: the current directory; @FILE reads paths from FILE)."""
     from .engine import LintOptions, lint
     from .reporters import get_reporter
 
-    paths = list(paths) or ["."]
+    paths = _expand_response_files(paths) or ["."]
     cfg = _load_config(config_path, paths, isolated)
     opts = LintOptions(
         paths=paths,
@@ -122,13 +158,32 @@ def check(paths, select, extend_select, ignore, native_functions, config_path, i
         extend_select=_codes(extend_select),
         ignore=_codes(ignore),
     )
+    from .cache import resolve_cache_dir
+
+    opts.cache_dir = resolve_cache_dir(cache_dir, no_cache, cfg.path.parent if cfg.path else Path.cwd())
+    opts.jobs = jobs
     _check_codes(opts.select or [], opts.extend_select, opts.ignore)
+    if smoke:
+        from .smoke_run import smoke_outcomes
+
+        try:
+            opts.rule_options["smoke_outcomes"] = smoke_outcomes(paths, backend=smoke_backend)
+        except Exception as e:  # the smoke runner never takes the lint down with it
+            click.echo(f"mpslint: smoke run failed: {type(e).__name__}: {e}", err=True)
     if do_fix or show_diff:
         _run_fixes(opts, unsafe_fixes, show_diff, fmt, output, exit_zero, statistics)
         return
     try:
         result = lint(opts)
+        result = _ci_filters(result, opts, baseline_path, write_baseline, diff_base, filter_mode)
     except Exception as e:  # never a traceback in CI: one line, exit 2
+        if fmt == "lintrunner":  # an adapter reports its own failure as a message and exits 0
+            from .reporters.lintrunner import failure
+
+            _emit(failure(f"mpslint: {e}" if isinstance(e, click.UsageError) else f"mpslint: internal error: {type(e).__name__}: {e}"), output)
+            sys.exit(EXIT_CLEAN)
+        if isinstance(e, click.UsageError):
+            raise
         click.echo(f"mpslint: internal error: {type(e).__name__}: {e}", err=True)
         sys.exit(EXIT_ERROR)
     for p in result.problems:
@@ -141,10 +196,13 @@ def check(paths, select, extend_select, ignore, native_functions, config_path, i
     text = get_reporter(fmt)(result, color=color, statistics=statistics)
     if statistics and fmt == "text":
         text += _parse_health(result)
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-    else:
-        click.echo(text, nl=False)
+    elif statistics:  # machine formats stay parseable: the counts go to stderr
+        from .reporters.text import statistics_text
+
+        click.echo(statistics_text(result) + _parse_health(result), err=True, nl=False)
+    _emit(text, output)
+    if fmt == "lintrunner":
+        sys.exit(EXIT_CLEAN)
     if result.internal_errors or _nothing_linted(result):
         sys.exit(EXIT_ERROR)
     if result.files == 0:
@@ -152,6 +210,44 @@ def check(paths, select, extend_select, ignore, native_functions, config_path, i
     if result.findings and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
+
+
+def _emit(text: str, output: str | None) -> None:
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+
+
+def _ci_filters(result, opts, baseline_path, write_baseline, diff_base, filter_mode):
+    """``--write-baseline``, ``--baseline`` and ``--diff-base``/``--filter``, in that order (see docs/integrations.md)."""
+    ctx = click.get_current_context(silent=True)
+    if not diff_base and ctx is not None and ctx.get_parameter_source("filter_mode") == click.core.ParameterSource.COMMANDLINE:
+        raise click.UsageError("--filter needs --diff-base REF")
+    if baseline_path or write_baseline:
+        from . import baseline as bl
+
+        try:
+            previous = bl.load(baseline_path) if baseline_path else None
+        except bl.BaselineError as e:
+            raise click.UsageError(str(e)) from e
+        if write_baseline:
+            n = bl.write(result, write_baseline, previous)
+            click.echo(f"mpslint: wrote {n} baseline entr{'ies' if n != 1 else 'y'} to {write_baseline}", err=True)
+            previous = bl.load(write_baseline)
+        applied = bl.apply(result, previous)
+        result = applied.result
+        if applied.stale and not write_baseline:
+            for line in bl.describe_stale(applied.stale):
+                click.echo(f"mpslint: {line}", err=True)
+    if diff_base:
+        from .diffs import DiffError, filter_result, load_diff
+
+        try:
+            result = filter_result(result, opts, load_diff(diff_base), filter_mode)
+        except DiffError as e:
+            raise click.UsageError(f"--diff-base {diff_base}: {e}") from e
+    return result
 
 
 def _run_fixes(opts, unsafe, show_diff, fmt, output, exit_zero, statistics):

@@ -5,6 +5,7 @@ Shared by the DSP rules and the migration auditor.
 
 from __future__ import annotations
 
+import re as _re
 from dataclasses import dataclass
 
 from .facts.native_functions import NativeFunctions, Overload
@@ -44,3 +45,248 @@ def leftovers(routes: list[OverloadRoute]) -> tuple[list[OverloadRoute], list[Ov
     if not shared or not specific:
         return [], []
     return specific, shared
+
+
+# ---------------------------------------------------------------- evidence: what the linted tree holds
+# The DSP3xx rules reason about absence ("nothing registers this stub", "no Metal source has this kernel").
+# Absence means something only when the kind of source that would hold the thing is in the tree; these
+# helpers say which kinds are there.
+
+
+_MPS_FN_NAME = _re.compile(r"_mps_?$")
+_NATIVE_HEADER = _re.compile(r"^ATen/ops/(\w+)_native\.h$")
+_METALLIB_HEADER = _re.compile(r"^ATen/native/mps/(\w+)_metallib\.h$")
+
+
+def is_operation_source(path: str) -> bool:
+    """An MPS implementation file (``.mm``, or a ``.cpp`` under an ``mps`` folder), not a header."""
+    return path.endswith(".mm") or (path.endswith(".cpp") and "/mps/" in "/" + path)
+
+
+def operation_sources(project) -> list[str]:
+    return sorted(p for p in project.hosts if is_operation_source(p))
+
+
+def metal_source_files(project) -> set[str]:
+    """Paths holding Metal kernels of the tree: ``.metal`` files and host files with embedded Metal."""
+    out = set()
+    for path, mfs in project.metals.items():
+        if path.endswith(".metal") or (path in project.hosts and mfs):
+            out.add(path)
+    return out
+
+
+def mps_registered_stubs(project) -> dict[str, list]:
+    """stub name -> StubRegistrations in the tree's MPS operation sources."""
+    out: dict[str, list] = {}
+    for path in operation_sources(project):
+        for reg in project.hosts[path].stub_registrations:
+            out.setdefault(reg.stub, []).append((path, reg))
+    return out
+
+
+def declared_stubs(project) -> dict[str, list]:
+    """stub name -> (path, span) of ``DECLARE_DISPATCH`` in the tree's headers."""
+    out: dict[str, list] = {}
+    for path, hf in project.hosts.items():
+        for decl in getattr(hf, "stub_declarations", ()):
+            out.setdefault(decl.stub, []).append((path, decl))
+    return out
+
+
+def has_mps_dispatch(natives) -> bool:
+    return natives is not None and any(k.endswith("MPS") for ov in natives.overloads for g in ov.groups for k in g.keys)
+
+
+def dispatch_kernel_names(natives) -> set[str]:
+    """Every function name any dispatch key of the yaml names."""
+    return {g.kernel for ov in natives.overloads for g in ov.groups}
+
+
+def overloads_by_family(natives) -> dict[str, list[Overload]]:
+    fams: dict[str, list[Overload]] = {}
+    for ov in natives.overloads:
+        fams.setdefault(ov.family, []).append(ov)
+    return fams
+
+
+def family_prefix(name: str, fams: dict) -> str | None:
+    """The longest yaml family ``name`` is named after (``copysign_Scalar_out_mps`` -> ``copysign``)."""
+    parts = name.split("_")
+    for k in range(len(parts), 0, -1):
+        cand = "_".join(parts[:k])
+        if cand in fams:
+            return cand
+    if name.startswith("_"):
+        return family_prefix(name[1:], fams) if not name[1:].startswith("_") else None
+    return None
+
+
+def _device_stem(name: str) -> str:
+    return _re.sub(r"_(mps|cpu|cuda)(?=_|$)", "", name).rstrip("_")
+
+
+def _conventional_stems(overloads: list[Overload]) -> set[str]:
+    out = set()
+    for ov in overloads:
+        out.add(ov.name.replace(".", "_").rstrip("_"))
+        out.add(ov.base.rstrip("_"))
+        for g in ov.groups:
+            out.add(_device_stem(g.kernel))
+    return out
+
+
+def native_header_family(header: str) -> str | None:
+    m = _NATIVE_HEADER.match(header)
+    return m.group(1) if m else None
+
+
+def metallib_sources(hf) -> list[str]:
+    """``X.metal`` names a host file's ``#include <ATen/native/mps/X_metallib.h>`` lines point to."""
+    out = []
+    for inc in hf.includes:
+        m = _METALLIB_HEADER.match(inc.header)
+        if m:
+            out.append(m.group(1) + ".metal")
+    return out
+
+
+def names_declared_for(overloads: list[Overload]) -> set[str]:
+    """Names an ``ATen/ops/x_native.h`` header declares (dispatch kernels) plus the op's own names."""
+    names = {g.kernel for ov in overloads for g in ov.groups}
+    names |= {ov.base for ov in overloads}
+    return names
+
+
+_STRING = _re.compile(r'"(?:[^"\\\n]|\\.)*"')
+
+
+def code_words(text: str) -> str:
+    """``text`` without comments and string literals (offsets kept)."""
+    from .facts.macros import strip_comments
+
+    return _STRING.sub(lambda m: " " * len(m.group(0)), strip_comments(text))
+
+
+def line_range(text: str, start: int, end: int) -> tuple[int, int]:
+    """[start of the line holding ``start``, after the line break ending the line holding ``end - 1``)."""
+    a = text.rfind("\n", 0, start) + 1
+    b = text.find("\n", max(end - 1, start))
+    b = len(text) if b < 0 else b + 1
+    return a, b
+
+
+def deletion_range(text: str, start: int, end: int, with_comments: bool = True) -> tuple[int, int]:
+    """Whole lines of a definition, with the comment lines right above it, and one blank line if it would double up."""
+    a, b = line_range(text, start, end)
+    if with_comments:
+        while a > 0:
+            pa = text.rfind("\n", 0, a - 1) + 1
+            line = text[pa : a - 1].strip()
+            if line.startswith("//") or line.startswith("*") or line.startswith("/*"):
+                a = pa
+            else:
+                break
+    before_blank = a == 0 or text[text.rfind("\n", 0, a - 1) + 1 : a - 1].strip() == ""
+    nb = text.find("\n", b)
+    after_line = text[b : (len(text) if nb < 0 else nb)]
+    if before_blank and b < len(text) and after_line.strip() == "":
+        b = len(text) if nb < 0 else nb + 1
+    return a, b
+
+
+# ---------------------------------------------------------------- DSP302: dead MPS implementations
+
+
+@dataclass(frozen=True)
+class DeadImpl:
+    path: str
+    name: str
+    family: str
+    kind: str  # "impl_func" | "function" | "macro:<NAME>"
+    span: object  # reported span (the name)
+    start: int  # offsets of the whole definition (or macro invocation)
+    end: int
+
+
+@dataclass(frozen=True)
+class LeftoverInclude:
+    path: str
+    header: str
+    family: str
+    span: object
+
+
+def dead_mps_implementations(project, graph) -> tuple[list[DeadImpl], list[LeftoverInclude], dict]:
+    """Implementations in MPS sources that no yaml entry (and nothing else in the tree) reaches, and the
+    ``ATen/ops/x_native.h`` includes nothing in their file uses any more.
+
+    Returns (dead, leftover includes, {(path, family): include} for includes that die with the dead code).
+    """
+    natives = project.natives
+    if not has_mps_dispatch(natives):
+        return [], [], {}
+    targets = dispatch_kernel_names(natives)
+    fams = overloads_by_family(natives)
+    registered = {reg.function for hf in project.hosts.values() for reg in hf.stub_registrations}
+    cands: list[tuple[str, str, str, object, int, int]] = []
+    for path in operation_sources(project):
+        hf = project.hosts[path]
+        text = project.sources[path].text
+        for fn in hf.functions:
+            if fn.kind == "impl_func" or (
+                fn.kind == "function" and fn.body_span is not None and _MPS_FN_NAME.search(fn.name) and "static" not in fn.qualifiers.split()
+            ):
+                cands.append((path, fn.name, fn.kind, fn.name_span, fn.span.start, fn.span.end))
+        for im in hf.impl_macros:
+            end = im.span.end
+            m = _re.match(r"\s*;", text[end:])
+            if m:
+                end += m.end()
+            cands.append((path, im.name, "macro:" + im.macro, im.span, im.span.start, end))
+    cands = [c for c in cands if c[1] not in targets and c[1] not in registered and family_prefix(c[1], fams)]
+    # a plain function must also carry a name the yaml's own naming would give an MPS kernel of its op
+    # (``nonzero_mps`` next to ``nonzero_cpu``, ``x_out_mps`` next to ``CPU, CUDA: x_out``); helpers such as
+    # ``nonzero_count_mps`` are not dispatch targets that lost their entry
+    cands = [c for c in cands if c[2] != "function" or _device_stem(c[1]) in _conventional_stems(fams[family_prefix(c[1], fams)])]
+    dead: list[DeadImpl] = []
+    if cands:
+        names = sorted({c[1] for c in cands}, key=len, reverse=True)
+        rx = _re.compile(r"(?<![\w])(" + "|".join(_re.escape(n) for n in names) + r")(?![\w])")
+        uses: dict[str, list[tuple[str, int]]] = {}
+        for path, hf in project.hosts.items():
+            words = code_words(project.sources[path].text)
+            for m in rx.finditer(words):
+                uses.setdefault(m.group(1), []).append((path, m.start()))
+        for path, name, kind, span, a, b in cands:
+            others = [(p, o) for p, o in uses.get(name, []) if not (p == path and a <= o < b)]
+            if others:  # called, declared or referenced elsewhere in the tree: not ours to call dead
+                continue
+            dead.append(DeadImpl(path, name, family_prefix(name, fams), kind, span, a, b))
+    # includes
+    leftovers_: list[LeftoverInclude] = []
+    dying: dict = {}
+    for path in operation_sources(project):
+        hf = project.hosts[path]
+        text = project.sources[path].text
+        words = None
+        for inc in hf.includes:
+            fam = native_header_family(inc.header)
+            if fam is None or fam not in fams:
+                continue
+            if words is None:
+                words = code_words(text)
+            here = [d for d in dead if d.path == path]
+            masked = list(words)
+            for d in here:
+                masked[d.start : d.end] = " " * (d.end - d.start)
+            masked[inc.span.start : inc.span.end] = " " * (inc.span.end - inc.span.start)
+            body = "".join(masked)
+            declared = names_declared_for(fams[fam])
+            if any(_re.search(r"(?<![\w])" + _re.escape(n) + r"(?![\w])", body) for n in declared):
+                continue
+            if any(d.family == fam for d in here):
+                dying[(path, fam)] = inc
+            elif not any(_re.search(r"(?<![\w])" + _re.escape(n) + r"(?![\w])", words) for n in declared if n):
+                leftovers_.append(LeftoverInclude(path, inc.header, fam, inc.span))
+    return dead, leftovers_, dying

@@ -198,3 +198,142 @@ def subiter_callees(hosts) -> set[str]:
                     if idx in fn.stmts[c.stmt].parents and any(a.text == var for a in c.args):
                         out.add(c.name)
     return out
+
+
+# ---------------------------------------------------------------- launches, guards and call sites (MPS105-MPS112)
+
+LAUNCHERS = ("mtl_dispatch1DJob", "mtl_dispatch2DJob", "mtl_dispatch3DJob", "dispatchThreads", "dispatchThreadgroups")
+EXEC_KERNEL = re.compile(r"^exec_(?:unary|binary|ternary)_kernel\w*$")
+ITER_BUILD = re.compile(r"\bTensorIterator(?:Config|Base)?\b|\b(?:borrowing_)?(?:nullary|unary|binary)_op\s*\(")
+_EMPTY_TEST = re.compile(r"==\s*0\b|\b0\s*==|<=\s*0\b|<\s*1\b|!\s*[A-Za-z_(]|\bis_empty\s*\(|\.\s*empty\s*\(\s*\)")
+_SIZE_WORD = re.compile(r"\b(?:numel|is_empty|empty|size|sizes|nbytes)\s*\(")
+
+
+def short_name(name: str) -> str:
+    """``MetalShaderLibrary::exec_unary_kernel`` -> ``exec_unary_kernel``."""
+    return name.split("::")[-1].strip()
+
+
+def launches(fn: Function) -> list[Call]:
+    """Direct kernel launches in ``fn`` (``mtl_dispatch*Job``, ``dispatchThreads``, ``dispatchThreadgroups``)."""
+    return [c for c in fn.calls if c.name in LAUNCHERS]
+
+
+def local_iterators(fn: Function) -> list[str]:
+    """Iterator parameters and locals built as iterators (``auto iter = TensorIteratorConfig()...build();``)."""
+    out = list(iter_params(fn))
+    for d in fn.decls:
+        if d.name in out:
+            continue
+        if re.search(r"\bTensorIterator(?:Base)?\b", d.type) or (d.init is not None and ITER_BUILD.search(d.init.text)):
+            out.append(d.name)
+    return out
+
+
+def ancestors(fn: Function, stmt: int) -> tuple[int, ...]:
+    return fn.stmts[stmt].parents if 0 <= stmt < len(fn.stmts) else ()
+
+
+def branch_under(fn: Function, stmt: int, anc: int) -> str:
+    """Which branch ("then"/"else") of the if-statement ``anc`` holds ``stmt``."""
+    chain = list(ancestors(fn, stmt)) + [stmt]
+    if anc not in chain[:-1]:
+        return ""
+    child = chain[chain.index(anc) + 1]
+    return fn.stmts[child].branch
+
+
+def branch_returns(fn: Function, if_idx: int, branch: str = "then") -> bool:
+    """The given branch of if-statement ``if_idx`` ends the function (a return or throw in it)."""
+    for k, s in enumerate(fn.stmts[if_idx + 1 :], start=if_idx + 1):
+        if if_idx not in s.parents:
+            break
+        if s.kind in ("return_statement", "throw_statement") and branch_under(fn, k, if_idx) == branch:
+            return True
+        if branch == "then" and THROWING.search(s.text) and branch_under(fn, k, if_idx) == "then":
+            return True
+    return False
+
+
+def size_locals(fn: Function) -> set[str]:
+    """Locals initialised from a tensor or iterator size (``const auto numel = iter.numel();``)."""
+    return {d.name for d in fn.decls if d.init is not None and _SIZE_WORD.search(d.init.text)}
+
+
+def is_empty_test(cond: str, sizes: set[str] = frozenset()) -> bool:
+    """``cond`` is true when a tensor is empty: ``x.numel() == 0``, ``!iter.numel()``, ``n == 0`` for a size local."""
+    if not _EMPTY_TEST.search(cond):
+        return False
+    if _SIZE_WORD.search(cond):
+        return True
+    return any(re.search(r"(?<![\w.])" + re.escape(v) + r"\s*(?:==|<=|<)\s*[01]\b|!\s*" + re.escape(v) + r"\b", cond) for v in sizes)
+
+
+def is_nonempty_test(cond: str, sizes: set[str] = frozenset()) -> bool:
+    """``cond`` is true only for a non-empty tensor: ``x.numel() > 0``, ``x.numel() != 0``, ``if (numel)``."""
+    if re.search(r"\bnumel\s*\(\s*\)\s*(?:>|!=)\s*0\b", cond) or re.fullmatch(r"\s*(?:if\s*)?\(\s*[\w.\->]+\s*(?:\.|->)\s*numel\s*\(\s*\)\s*\)\s*", cond):
+        return True
+    return any(re.search(r"(?<![\w.])" + re.escape(v) + r"\s*(?:>|!=)\s*0\b", cond) or re.fullmatch(r"\s*(?:if\s*)?\(\s*" + re.escape(v) + r"\s*\)\s*", cond) for v in sizes)
+
+
+def empty_guarded(fn: Function, stmt: int) -> bool:
+    """An empty-tensor guard dominates statement ``stmt``: an earlier ``if (x.numel() == 0) return;`` in an
+    enclosing scope, an enclosing ``if (x.numel() > 0)``, the else-branch of an emptiness test, or a
+    ``TORCH_CHECK(x.numel() > 0, ...)`` before it."""
+    if stmt < 0:
+        return False
+    sizes = size_locals(fn)
+    anc = set(ancestors(fn, stmt))
+    for i, s in enumerate(fn.stmts[:stmt]):
+        if s.kind != "if_statement":
+            continue
+        if i in anc:
+            br = branch_under(fn, stmt, i)
+            if br == "then" and is_nonempty_test(s.text, sizes):
+                return True
+            if br == "else" and is_empty_test(s.text, sizes):
+                return True
+            continue
+        if set(s.parents) <= anc and is_empty_test(s.text, sizes) and branch_returns(fn, i, "then"):
+            return True
+    for c in fn.calls:
+        if 0 <= c.stmt < stmt and c.name.startswith("TORCH_CHECK") and c.args and set(ancestors(fn, c.stmt)) <= anc:
+            if is_nonempty_test(c.args[0].text, sizes):
+                return True
+    return False
+
+
+def call_sites(hosts) -> dict[str, list[tuple[str, Function, Call]]]:
+    """Short callee name -> every (path, caller, call) that calls it."""
+    out: dict[str, list[tuple[str, Function, Call]]] = {}
+    for path in sorted(hosts):
+        for fn in hosts[path].functions:
+            for c in fn.calls:
+                out.setdefault(c.name, []).append((path, fn, c))
+    return out
+
+
+def registered_functions(hosts) -> set[str]:
+    """Functions registered on a dispatch stub (called by the dispatcher, not by project code)."""
+    return {r.function for facts in hosts.values() for r in facts.stub_registrations}
+
+
+def all_callers(fn_name: str, sites, registered: set[str], pred, depth: int = 3, seen: frozenset = frozenset()) -> bool:
+    """Every call site of ``fn_name`` satisfies ``pred(path, caller, call)`` or sits in a caller for which this
+    holds in turn (up to ``depth`` levels). False when there is no call site or the function is a stub."""
+    name = short_name(fn_name)
+    if name in registered or name in seen or depth <= 0:
+        return False
+    calls = [(p, f, c) for p, f, c in sites.get(name, []) if short_name(f.name) != name]
+    if not calls:
+        return False
+    for p, f, c in calls:
+        if pred(p, f, c):
+            continue
+        if not all_callers(f.name, sites, registered, pred, depth - 1, seen | {name}):
+            return False
+    return True
+
+
+def mentions(text: str, name: str) -> bool:
+    return bool(re.search(r"(?<![\w.>])" + re.escape(name) + r"\b", text))

@@ -7,6 +7,22 @@ Metal
   ``[[buffer(0)]]`` and other ``[[...]]`` attributes  -> spaces (recorded first, see ``metal_attributes``)
   ``kernel`` / ``vertex`` / ``fragment`` function qualifiers -> spaces
   address spaces ``device`` ``constant`` ``threadgroup`` ``thread`` before a type -> spaces
+  the same after a member function's parameter list (``T get() const thread {``) -> spaces
+  ``if IF_CONSTEXPR (`` (c10/metal's Metal 3/4 portability macro) -> ``if constexpr    (``
+  file-scope macro invocations ``REGISTER_UNARY_OP(erfinv, float, float);`` (outside function, struct
+  and class bodies; namespaces count as file scope) -> spaces; registrations are read from the
+  original text (facts/metal.py), and C++ has no statement at file scope, so tree-sitter would
+  otherwise turn them (and often what follows) into ERROR nodes
+  (also file-scope invocations of lower-case function-like macros the file defines itself, several
+  on one line: ``instantiate_layer_norm(float) instantiate_layer_norm(half)``, and statement-position
+  invocations of the file's own macros written without a ``;``, such as ``IMPL_CASE(0, a, b)`` lines
+  in a switch)
+  uses of object-like macros defined as ``_Pragma(...)`` (``#define UNROLL _Pragma("unroll")``) and
+  ``_Pragma("...")`` itself -> spaces
+  uses of object-like macros defined as qualifiers only (``#define PREFILL_CONST static constant
+  constexpr const``; ``C10_METAL_CONSTEXPR`` from c10/metal/common.h) -> spaces
+  ``__has_include(<header>)`` in ``#if`` lines -> ``__has_include(1       )`` (tree-sitter's
+  preprocessor expressions take neither ``<header>`` nor string literals)
 
 Objective-C++
   ``@autoreleasepool``  -> spaces (its ``{...}`` stays a compound statement)
@@ -19,50 +35,69 @@ Comments and string literals are never rewritten.
 
 from __future__ import annotations
 
+import bisect
 import re
+from bisect import bisect_right as _bisect_right
 from dataclasses import dataclass
+from functools import lru_cache
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _WS = " \t"
 
 
+_NL_OR_BRACE = re.compile(r"[\n{}]")
+_PARENS = re.compile(r"[()]")
+_BRACKETS = re.compile(r"[()\[\]{}]")
+_SKIP_START = re.compile(r"""//|/\*|R"|["']""")
+_RAW_OPEN = re.compile(r'R"([^()\\ \t\n]{0,16})\(')
+_STRING_BODY = {
+    '"': re.compile(r'[^"\\\n]*(?:\\[\s\S][^"\\\n]*)*'),
+    "'": re.compile(r"[^'\\\n]*(?:\\[\s\S][^'\\\n]*)*"),
+}
+
+
 def _skip_regions(text: str) -> list[tuple[int, int]]:
     """Spans of comments, string and char literals (including C++ raw strings)."""
+    return list(_skip_regions_cached(text))
+
+
+@lru_cache(maxsize=32)
+def _skip_regions_cached(text: str) -> tuple[tuple[int, int], ...]:
+    # the same scan as a character loop would do, jumping from one candidate start to the next
     regions: list[tuple[int, int]] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "/" and i + 1 < n and text[i + 1] == "/":
+    n = len(text)
+    search = _SKIP_START.search
+    pos = 0
+    while True:
+        m = search(text, pos)
+        if m is None:
+            break
+        i = m.start()
+        tok = m.group()
+        if tok == "//":
             j = text.find("\n", i)
             j = n if j < 0 else j
-            regions.append((i, j))
-            i = j
-        elif c == "/" and i + 1 < n and text[i + 1] == "*":
+        elif tok == "/*":
             j = text.find("*/", i + 2)
             j = n if j < 0 else j + 2
-            regions.append((i, j))
-            i = j
-        elif c == "R" and i + 1 < n and text[i + 1] == '"' and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_") or text[i - 1] in "uU8L"):
-            m = re.compile(r'R"([^()\\ \t\n]{0,16})\(').match(text, i)
-            if m:
-                close = ")" + m.group(1) + '"'
-                j = text.find(close, m.end())
-                j = n if j < 0 else j + len(close)
-                regions.append((i, j))
-                i = j
-            else:
-                i += 1
-        elif c == '"' or (c == "'" and not (i > 0 and text[i - 1].isalnum())):
-            # the second condition keeps C++14 digit separators (1'000) out of char literals
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            j = min(n, j + 1)
-            regions.append((i, j))
-            i = j
+        elif tok == 'R"':
+            rm = None
+            if i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_") or text[i - 1] in "uU8L":
+                rm = _RAW_OPEN.match(text, i)
+            if rm is None:
+                pos = i + 1  # the quote after R starts an ordinary string
+                continue
+            close = ")" + rm.group(1) + '"'
+            j = text.find(close, rm.end())
+            j = n if j < 0 else j + len(close)
+        elif tok == "'" and i > 0 and text[i - 1].isalnum():
+            pos = i + 1  # a C++14 digit separator (1'000), not a char literal
+            continue
         else:
-            i += 1
-    return regions
+            j = min(n, _STRING_BODY[tok].match(text, i + 1).end() + 1)
+        regions.append((i, j))
+        pos = j
+    return tuple(regions)
 
 
 class _Buf:
@@ -92,9 +127,7 @@ class _Buf:
 
 
 def _in_regions(pos: int, regions: list[tuple[int, int]], starts: list[int]) -> bool:
-    import bisect
-
-    k = bisect.bisect_right(starts, pos) - 1
+    k = _bisect_right(starts, pos) - 1
     return k >= 0 and regions[k][0] <= pos < regions[k][1]
 
 
@@ -102,9 +135,32 @@ class _Skipper:
     def __init__(self, text: str):
         self.regions = _skip_regions(text)
         self.starts = [r[0] for r in self.regions]
+        self._closers: dict[str, dict[int, int]] = {}
+
+    def closers(self, text: str, pairs: str) -> dict[int, int]:
+        """Opener position -> the position of the closer that brings the depth back to the opener's level,
+        for the brackets of ``pairs`` ("()" or "()[]{}": any of them count) outside comments and strings.
+        Computed once per text in one pass, so matching every bracket of a deeply nested or unbalanced
+        file stays linear (a scan per opener was quadratic)."""
+        table = self._closers.get(pairs)
+        if table is None:
+            table = {}
+            stack: list[int] = []
+            rx = _PARENS if pairs == "()" else _BRACKETS
+            for m in rx.finditer(text):
+                j = m.start()
+                if self(j):
+                    continue
+                if m.group() in "([{":
+                    stack.append(j)
+                elif stack:
+                    table[stack.pop()] = j
+            self._closers[pairs] = table
+        return table
 
     def __call__(self, pos: int) -> bool:
-        return _in_regions(pos, self.regions, self.starts)
+        k = _bisect_right(self.starts, pos) - 1  # _in_regions, inlined: called for many positions
+        return k >= 0 and self.regions[k][0] <= pos < self.regions[k][1]
 
 
 @dataclass(frozen=True)
@@ -118,7 +174,161 @@ class Attribute:
 
 _ATTR = re.compile(r"\[\[(.*?)\]\]", re.S)
 _METAL_QUALIFIERS = re.compile(r"\b(kernel|vertex|fragment|METAL_FUNC|METAL_CONST_FUNC|METAL_PURE|C10_METAL_FUNC)\b(?=\s+[A-Za-z_])")
+_METHOD_SPACE = re.compile(r"\)\s*\b(device|constant|threadgroup|thread)\b(?=\s*(?:const\b|\{|;|->|=|noexcept\b))")
+_IF_CONSTEXPR = re.compile(r"\bIF_CONSTEXPR\b(?=\s*\()")
 _ADDRESS_SPACE = re.compile(r"\b(device|constant|threadgroup|thread|ray_data|object_data)\b(?=\s+[A-Za-z_:])")
+
+
+_MACRO_CALL_LINE = re.compile(r"^[ \t]*([A-Z][A-Z0-9]*_[A-Z0-9_]*)[ \t]*\(", re.M)
+_PRAGMA_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+_Pragma\b", re.M)
+_QUALIFIER_DEFINE = re.compile(
+    r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)((?:[ \t]+(?:static|constant|constexpr|const|inline|device|thread|threadgroup|METAL_FUNC))+)[ \t]*$", re.M
+)
+_KNOWN_QUALIFIER_MACROS = {"C10_METAL_CONSTEXPR"}
+_FN_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(", re.M)
+_HAS_INCLUDE = re.compile(r"\b__has_include(?:_next)?[ \t]*\(([ \t]*(?:<[^>\n]*>|\"[^\"\n]*\")[ \t]*)\)")
+_PRAGMA_OP = re.compile(r"\b_Pragma[ \t]*\(")
+_NAMESPACE_OPEN = re.compile(r"(?:\bnamespace(?:[ \t\n]+[\w:]+)?|\bextern[ \t]+\"C(?:\+\+)?\")[ \t\n]*$")
+
+
+def _preproc_regions(text: str) -> list[tuple[int, int]]:
+    """Spans of preprocessor lines, including their backslash continuations."""
+    out = []
+    for m in re.finditer(r"^[ \t]*#", text, re.M):
+        end = m.start()
+        while True:
+            nl = text.find("\n", end)
+            if nl < 0:
+                end = len(text)
+                break
+            if nl > 0 and text[nl - 1] == "\\":
+                end = nl + 1
+                continue
+            end = nl
+            break
+        out.append((m.start(), end))
+    return out
+
+
+def _file_scope_depths(text: str, skip: "_Skipper", pre: "_Skipper") -> list[int]:
+    """Positions of ``{`` ``}`` with, for each line start, the number of open non-namespace braces."""
+    depth_at_line: list[int] = []
+    stack: list[bool] = []  # True for a namespace / extern "C" brace
+    depth = 0
+    line_start = 0
+    depth_at_line.append(0)
+    for m in _NL_OR_BRACE.finditer(text):  # the only characters that matter here
+        i, ch = m.start(), m.group()
+        if ch == "\n":
+            depth_at_line.append(depth)
+            continue
+        if skip(i) or pre(i):
+            continue
+        if ch == "{":
+            transparent = bool(_NAMESPACE_OPEN.search(text[max(0, i - 120) : i]))
+            stack.append(transparent)
+            if not transparent:
+                depth += 1
+        elif stack:
+            if not stack.pop():
+                depth -= 1
+    return depth_at_line
+
+
+def _mask_statement_macro(text: str, buf: "_Buf", skip: "_Skipper", name_at: int, open_at: int) -> None:
+    """Blank a statement-position invocation of one of the file's own macros written without a ``;``
+    (``IMPL_CASE(0, a, b)`` lines in a switch), which tree-sitter would patch with MISSING nodes."""
+    p = name_at - 1
+    chars = buf.chars  # earlier invocations on the lines above are already blanked there
+    while p >= 0 and (chars[p] in " \t\n" or skip(p)):
+        p -= 1
+    if p >= 0 and chars[p] not in ";{}":
+        return  # part of an expression or a declaration
+    close = _match_paren(text, open_at, skip)
+    if close < 0:
+        return
+    j = close + 1
+    while j < len(text) and (text[j] in " \t\n" or skip(j)):
+        j += 1
+    if j < len(text) and not (text[j].isalpha() or text[j] in "_}"):
+        return  # `;`, an operator or `.`: an ordinary expression statement
+    buf.blank(name_at, close + 1)
+
+
+def _mask_file_scope_macros(text: str, buf: "_Buf", skip: "_Skipper") -> None:
+    pre_regions = _preproc_regions(text)
+    pre = _Skipper.__new__(_Skipper)
+    pre.regions, pre.starts = pre_regions, [r[0] for r in pre_regions]
+    depths = None
+    own_fn_macros = {m.group(1) for m in _FN_DEFINE.finditer(text)}
+    rx_line = _MACRO_CALL_LINE
+    if own_fn_macros:
+        names = "|".join(sorted(map(re.escape, own_fn_macros)))
+        rx_line = re.compile(r"^[ \t]*([A-Z][A-Z0-9]*_[A-Z0-9_]*|" + names + r")[ \t]*\(", re.M)
+    chain = re.compile(r"(" + "|".join(sorted(map(re.escape, own_fn_macros))) + r")[ \t]*\(") if own_fn_macros else None
+    line_starts = None
+    for m in rx_line.finditer(text):
+        name_at = m.start(1)
+        if skip(name_at) or pre(name_at):
+            continue
+        if depths is None:
+            depths = _file_scope_depths(text, skip, pre)
+            line_starts = [0] + [k + 1 for k, ch in enumerate(text) if ch == "\n"]
+        line = bisect.bisect_right(line_starts, name_at) - 1
+        if depths[line] != 0:
+            if m.group(1) in own_fn_macros:
+                _mask_statement_macro(text, buf, skip, name_at, m.end() - 1)
+            continue
+        open_at = m.end() - 1
+        spans = []
+        while True:
+            close = _match_paren(text, open_at, skip)
+            if close < 0:
+                break
+            j = close + 1
+            while j < len(text) and text[j] in _WS:
+                j += 1
+            if j < len(text) and text[j] == ";":
+                spans.append((name_at, j + 1))
+                break
+            if j < len(text) and text[j] == "/" and skip(j):  # a trailing comment ends the line too
+                j = text.find("\n", j)
+                j = len(text) if j < 0 else j
+            if j >= len(text) or text[j] == "\n":
+                k = j
+                while k < len(text) and text[k] in " \t\n":
+                    k += 1
+                if not (k < len(text) and text[k] in "{:(-="):  # not a macro opening a definition
+                    spans.append((name_at, close + 1))
+                break
+            nxt = chain.match(text, j) if chain is not None else None
+            if nxt is None:
+                break
+            spans.append((name_at, close + 1))
+            name_at, open_at = j, nxt.end() - 1
+        for a, b in spans:
+            buf.blank(a, b)
+    pragma_macros = {m.group(1) for m in _PRAGMA_DEFINE.finditer(text)}
+    if pragma_macros:
+        rx = re.compile(r"\b(" + "|".join(sorted(map(re.escape, pragma_macros))) + r")\b")
+        for m in rx.finditer(text):
+            if not skip(m.start()) and not pre(m.start()):
+                buf.blank(m.start(), m.end())
+    qualifier_macros = {m.group(1) for m in _QUALIFIER_DEFINE.finditer(text)} | _KNOWN_QUALIFIER_MACROS
+    rx = re.compile(r"\b(" + "|".join(sorted(map(re.escape, qualifier_macros))) + r")\b")
+    for m in rx.finditer(text):
+        if not skip(m.start()) and not pre(m.start()):
+            buf.blank(m.start(), m.end())
+    for m in _HAS_INCLUDE.finditer(text):
+        if pre(m.start()) and not skip(m.start()):
+            buf.blank(m.start(1), m.end(1))
+            buf.put(m.start(1), "1")
+    for m in _PRAGMA_OP.finditer(text):
+        if skip(m.start()) or pre(m.start()):
+            continue
+        close = _match_paren(text, m.end() - 1, skip)
+        if close > 0 and "\n" not in text[m.start() : close]:
+            buf.blank(m.start(), close + 1)
 
 
 def metal_attributes(text: str) -> list[Attribute]:
@@ -133,10 +343,15 @@ def mask_metal(text: str) -> str:
     for m in _ATTR.finditer(text):
         if not skip(m.start()):
             buf.blank(m.start(), m.end())
-    for rx in (_METAL_QUALIFIERS, _ADDRESS_SPACE):
+    for rx in (_METAL_QUALIFIERS, _ADDRESS_SPACE, _METHOD_SPACE):
         for m in rx.finditer(text):
             if not skip(m.start()):
                 buf.blank(m.start(1), m.end(1))
+    for m in _IF_CONSTEXPR.finditer(text):
+        if not skip(m.start()):
+            buf.blank(m.start(), m.end())
+            buf.put(m.start(), "constexpr")
+    _mask_file_scope_macros(text, buf, skip)
     return buf.result()
 
 
@@ -165,13 +380,16 @@ def _prev_word(text: str, i: int) -> str:
 
 
 def _match_paren(text: str, i: int, skip: "_Skipper") -> int:
+    if text[i : i + 1] == "(" and not skip(i):
+        return skip.closers(text, "()").get(i, -1)
     depth = 0
-    for j in range(i, len(text)):
+    for m in _PARENS.finditer(text, i):  # only parentheses change the depth
+        j = m.start()
         if skip(j):
             continue
         if text[j] == "(":
             depth += 1
-        elif text[j] == ")":
+        else:
             depth -= 1
             if depth == 0:
                 return j
@@ -186,21 +404,21 @@ def _put_before(buf: "_Buf", text: str, pos: int, ch: str) -> None:
 
 def _match_bracket(text: str, i: int, skip: _Skipper) -> int:
     """Index of the ``]`` closing the ``[`` at ``i`` (or -1)."""
+    if text[i : i + 1] == "[" and not skip(i):
+        j = skip.closers(text, "()[]{}").get(i, -1)
+        return j if j >= 0 and text[j] == "]" else -1
     depth = 0
-    n = len(text)
-    j = i
-    while j < n:
+    for m in _BRACKETS.finditer(text, i):  # only brackets change the depth
+        j = m.start()
         if skip(j):
-            j += 1
             continue
-        ch = text[j]
+        ch = m.group()
         if ch in "([{":
             depth += 1
-        elif ch in ")]}":
+        else:
             depth -= 1
             if depth == 0:
                 return j if ch == "]" else -1
-        j += 1
     return -1
 
 
@@ -213,11 +431,18 @@ def _selector_parts(text: str, start: int, end: int, skip: _Skipper):
     depth = 0
     j = start
     top: list[int] = []  # depth-0 positions of whitespace runs
+    closers = skip.closers(text, "()[]{}")
     while j < end:
         if skip(j):
             j += 1
             continue
         ch = text[j]
+        if ch in "([{" and depth == 0:  # jump over the nested group (linear for nested sends)
+            c = closers.get(j, end)
+            if c >= end:
+                break  # never back at depth 0 before ``end``
+            j = c + 1
+            continue
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
@@ -309,7 +534,12 @@ def mask_objc(text: str) -> str:
     # message sends, innermost first does not matter: each send is rewritten in place
     i = 0
     while i < n:
-        if text[i] != "[" or skip(i):
+        if text[i] != "[":
+            i = text.find("[", i)  # jump to the next candidate
+            if i < 0:
+                break
+            continue
+        if skip(i):
             i += 1
             continue
         prev = _prev_sig(text, i)

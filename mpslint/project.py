@@ -187,6 +187,8 @@ def build_graph(project: Project) -> DispatchGraph:
                 host_names[hn] = mid
     for kid in graph.nodes("kref"):
         ref = graph.attrs(kid)["ref"]
+        if not ref.literal.strip("_"):  # built entirely at run time (fmt::format("{}_{}", name, type)): names nothing
+            continue
         rx = re.compile(ref.pattern + r"\Z")
         if ref.kind == "op":
             for mid in mops:

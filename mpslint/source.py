@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bisect
-import re
+import itertools
 from dataclasses import dataclass
 
 from .model import Span
@@ -15,22 +15,33 @@ class LineIndex:
     __slots__ = ("starts", "length")
 
     def __init__(self, text: str):
-        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        # the offset after each "\n": running sums of (line length + 1), computed in C
+        self.starts = list(itertools.accumulate(map((1).__add__, map(len, text.split("\n")[:-1])), initial=0))
         self.length = len(text)
 
     def position(self, offset: int) -> tuple[int, int]:
-        offset = max(0, min(offset, self.length))
-        k = bisect.bisect_right(self.starts, offset) - 1
-        return k + 1, offset - self.starts[k] + 1
+        if offset < 0:
+            offset = 0
+        elif offset > self.length:
+            offset = self.length
+        starts = self.starts
+        k = bisect.bisect_right(starts, offset) - 1
+        return k + 1, offset - starts[k] + 1
 
     def offset(self, line: int, column: int) -> int:
         line = max(1, min(line, len(self.starts)))
         return min(self.starts[line - 1] + column - 1, self.length)
 
     def span(self, start: int, end: int) -> Span:
-        line, col = self.position(start)
-        end_line, end_col = self.position(max(start, end))
-        return Span(start, max(start, end), line, col, end_line, end_col)
+        if end < start:
+            end = start
+        # position() twice, inlined (this is called for every node the facts keep)
+        starts, length = self.starts, self.length
+        a = 0 if start < 0 else (length if start > length else start)
+        b = 0 if end < 0 else (length if end > length else end)
+        k = bisect.bisect_right(starts, a) - 1
+        k2 = bisect.bisect_right(starts, b, k) - 1 if k >= 0 else bisect.bisect_right(starts, b) - 1
+        return Span(start, end, k + 1, a - starts[k] + 1, k2 + 1, b - starts[k2] + 1)
 
     def line_text(self, text: str, line: int) -> str:
         if line < 1 or line > len(self.starts):

@@ -30,7 +30,9 @@ and the old code can never be deleted.
 ```
 
 ## How to fix
-Add `MPS` to the overload's shared dispatch line, make sure the stub it reaches has an MPS
+The unsafe fix rewrites the yaml (MPS joins the shared line, the `MPS: x_mps` line goes) when the tree
+registers the shared stub for MPS; review that the stub kernel covers this overload's dtypes and scalar
+arguments before applying it. By hand: add `MPS` to the overload's shared dispatch line, make sure the stub it reaches has an MPS
 registration (`REGISTER_DISPATCH(..._stub, &..._mps_kernel)`), then delete the `*_mps` implementation
 and its `#include <ATen/ops/..._native.h>`. Grep the legacy name until nothing references it.
 
@@ -39,8 +41,9 @@ Guide: *Step 1 — For Migrating from MPSGraph* — "Update every overload".
 
 from __future__ import annotations
 
-from mpslint.families import family_routes, leftovers, shared_non_mps_kernel
-from mpslint.model import Severity
+from mpslint.families import family_routes, leftovers, line_range, mps_registered_stubs, shared_non_mps_kernel
+from mpslint.graph import stub_candidates
+from mpslint.model import Fix, Severity
 from mpslint.rule import Rule
 
 
@@ -75,6 +78,7 @@ class LeftoverMpsgraphOverload(Rule):
                     f"`{ov.name}` still dispatches MPS to `{g.kernel}` while its siblings {sib} reach MPS through the "
                     f"shared stub (`{shared_kernel}`); add MPS to this overload's shared line (`CPU, CUDA, MPS: {target}`) "
                     f"and delete `{g.kernel}`.",
+                    fix=self._fix(ctx, ov, g, target),
                     op=family,
                     overload=ov.name,
                 )
@@ -89,3 +93,28 @@ class LeftoverMpsgraphOverload(Rule):
                         op=family,
                         overload=ov.name,
                     )
+
+    @staticmethod
+    def _fix(ctx, ov, g, target):
+        """Join MPS to the shared line and drop the `MPS: x_mps` line — only when the tree registers the
+        stub the shared kernel reaches for MPS (otherwise the rewrite would route MPS to a missing kernel)."""
+        stubs = mps_registered_stubs(ctx.project)
+        if not any(s in stubs for s in stub_candidates(target, ov)):
+            return None
+        shared = next((grp for grp in ov.groups if grp.kernel == target and "MPS" not in grp.keys and ("CUDA" in grp.keys or "CPU" in grp.keys)), None)
+        if shared is None:
+            return None
+        path = ctx.project.natives.path
+        text = ctx.text(path)
+        line = text[shared.span.start : shared.span.end]
+        colon = line.find(":")
+        if colon < 0 or shared.span.line == g.span.line:
+            return None
+        at = shared.span.start + len(line[:colon].rstrip())
+        a, b = line_range(text, g.span.start, g.span.end)
+        keys = ", ".join(shared.keys + ("MPS",))
+        return Fix(
+            f"Dispatch MPS through `{keys}: {target}` and drop `MPS: {g.kernel}`",
+            (ctx.edit(path, at, at, ", MPS"), ctx.edit(path, a, b, "")),
+            "unsafe",
+        )

@@ -4,6 +4,9 @@ Flags a Metal op registered for some of `float`, `half` and `bfloat` but not all
 files and in Metal embedded in host strings. `bfloat` guarded by `#if __METAL_VERSION__ >= 310` counts
 as registered. When the host code that launches the op filters dtypes (`TORCH_CHECK(isFloatingType(...))`,
 `AT_DISPATCH_*`, an explicit `scalar_type() == kFloat || ...`), only the dtypes it launches are required.
+Not flagged: complex kernels (`float2`/`half2` outputs or host names; torch has no complex bfloat),
+kernels registered for `half`/`bfloat` without `float` (deliberate low-precision specializations), and
+`float`-only kernels unless the host's dtype filter shows it launches `half` or `bfloat` too.
 
 ## Why is this bad?
 The host code builds the kernel name from the tensor's dtype (`"my_op_" + scalarToMetalTypeString(t)`).
@@ -32,9 +35,18 @@ Guide: *Checklist* — "Supports required dtypes (float32, float16, bfloat16 ...
 
 from __future__ import annotations
 
+import re
+
 from mpslint.facts.metal import FLOAT_TYPES
 from mpslint.model import Severity
 from mpslint.rule import Rule
+
+
+_COMPLEX = re.compile(r"(?<![A-Za-z0-9])(?:float2|half2)(?![0-9])")
+
+
+def _is_complex(reg) -> bool:
+    return bool(_COMPLEX.search(reg.out_dtype) or any(_COMPLEX.search(hn) for hn in reg.host_names))
 
 
 class MissingDtypeRegistration(Rule):
@@ -52,14 +64,18 @@ class MissingDtypeRegistration(Rule):
                 groups.setdefault((reg.op, mf.path), []).append(reg)
         graph = ctx.graph
         for (op, path), regs in sorted(groups.items()):
+            # complex kernels (float2/half2 outputs or host names) have no bfloat counterpart: torch has no complex bfloat
+            regs = [r for r in regs if not _is_complex(r)]
             have = {r.dtype for r in regs}
             floats = have & set(FLOAT_TYPES)
-            if not floats:
-                continue
+            if "float" not in floats:
+                continue  # a half/bfloat-only kernel is a deliberate low-precision specialization, not a forgotten dtype
             missing = [t for t in FLOAT_TYPES if t not in have]
             launched = self._launched_dtypes(graph, op)
             if launched is not None:
                 missing = [t for t in missing if t in launched]
+            elif floats == {"float"}:
+                continue  # fp32-only ops (linalg, ctc_loss) are deliberate unless the host shows it launches more
             if not missing:
                 continue
             last = max((r for r in regs if r.dtype in FLOAT_TYPES), key=lambda r: r.span.start)

@@ -45,6 +45,29 @@ def test_fixture_expectations(results, tree, path):
         assert (line, code) not in got, f"{rel}:{line}: near-miss flagged by {code}"
 
 
+# Python files are linted only when named explicitly (compile_shader sources): one run per file.
+PY_FIXTURES = sorted((FIXTURES / "py").glob("*.py"))
+
+
+@pytest.fixture(scope="module")
+def py_results():
+    return {p: lint(LintOptions(paths=[str(p)], select=["ALL"], cwd=ROOT)) for p in PY_FIXTURES}
+
+
+@pytest.mark.parametrize("path", PY_FIXTURES, ids=[str(p.relative_to(FIXTURES)) for p in PY_FIXTURES])
+def test_python_fixture_expectations(py_results, path):
+    result = py_results[path]
+    assert not result.internal_errors and not result.errors
+    rel = path.relative_to(ROOT).as_posix()
+    expected, ok = annotations(path)
+    got = Counter((f.span.line, f.code) for f in result.findings if f.path == rel)
+    missing = expected - got
+    unexpected = got - expected
+    assert not missing and not unexpected, f"{rel}: missing {sorted(missing)}, unexpected {sorted(unexpected)}"
+    for (line, code) in ok:
+        assert (line, code) not in got, f"{rel}:{line}: near-miss flagged by {code}"
+
+
 def test_fixtures_lint_without_errors(results):
     for result in results.values():
         assert not result.internal_errors
@@ -53,11 +76,10 @@ def test_fixtures_lint_without_errors(results):
 
 def test_every_rule_has_positive_and_negative_fixture_lines():
     expected_codes, ok_codes = set(), set()
-    for tree in TREES:
-        for p in _fixture_files(tree):
-            e, o = annotations(p)
-            expected_codes |= {c for _, c in e}
-            ok_codes |= {c for _, c in o}
+    for p in [p for tree in TREES for p in _fixture_files(tree)] + PY_FIXTURES:
+        e, o = annotations(p)
+        expected_codes |= {c for _, c in e}
+        ok_codes |= {c for _, c in o}
     missing_pos = [r.code for r in all_rules() if r.scope != "smoke" and r.code not in expected_codes]
     missing_neg = [r.code for r in all_rules() if r.scope != "smoke" and r.code not in ok_codes]
     assert not missing_pos, f"rules with no `expect:` fixture line: {missing_pos}"

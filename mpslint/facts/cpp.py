@@ -16,7 +16,8 @@ _WS = re.compile(r"\s+")
 
 
 def compact(text: str) -> str:
-    return _WS.sub(" ", text).strip()
+    # str.split() and \s split on the same (Unicode) white space; this is _WS.sub(" ", text).strip(), faster
+    return " ".join(text.split())
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,14 @@ class Assign:
 
 
 @dataclass(frozen=True)
+class Subscript:
+    array: str  # the subscripted expression: "output", "tile[c]", "params.sizes"
+    index: Expr  # what is inside the brackets
+    span: Span  # the whole ``array[index]``
+    stmt: int
+
+
+@dataclass(frozen=True)
 class Param:
     type: str
     name: str
@@ -102,6 +111,7 @@ class Function:
     decls: list[Decl] = field(default_factory=list)
     casts: list[Cast] = field(default_factory=list)
     assigns: list[Assign] = field(default_factory=list)
+    subscripts: list[Subscript] = field(default_factory=list)
 
     def stmt_of(self, offset: int) -> int:
         best = -1
@@ -133,6 +143,11 @@ _SIMPLE = {
     "static_assert_declaration",
 }
 _IMPL_FUNC = re.compile(r"^TORCH_IMPL_FUNC\s*\(\s*(\w+)\s*\)")
+_LEAD = re.compile(r"(\[\[\s*kernel\s*\]\]|\bkernel|\bvertex|\bfragment)\s*$")
+_NAME = re.compile(r"[A-Za-z_]\w*")
+_TRAILING_NAME = re.compile(r"[A-Za-z_]\w*\s*$")
+_PARAM_ATTR = re.compile(r"\s*(\[\[.*?\]\])", re.S)
+_LAST_NAME = re.compile(r"([A-Za-z_]\w*)\s*$")
 
 
 class CppFacts:
@@ -144,20 +159,33 @@ class CppFacts:
         self.index = index
         self.base = base  # offset of this text inside the reported file (embedded Metal)
         self.b2c = ByteToChar(masked)
+        self._ascii = self.b2c.table is None  # byte offsets are character offsets
+        self._spans: dict[tuple[int, int], Span] = {}  # one Span per region (nodes are visited more than once)
         self.functions: list[Function] = []
         self._walk_top(tree.root_node)
 
     # ---------------------------------------------------------------- helpers
     def off(self, b: int) -> int:
-        return self.b2c(b)
+        return b if self._ascii else self.b2c(b)
 
     def span(self, node) -> Span:
-        return self.index.span(self.base + self.off(node.start_byte), self.base + self.off(node.end_byte))
+        if self._ascii:
+            key = (self.base + node.start_byte, self.base + node.end_byte)
+        else:
+            key = (self.base + self.b2c(node.start_byte), self.base + self.b2c(node.end_byte))
+        sp = self._spans.get(key)
+        if sp is None:
+            sp = self._spans[key] = self.index.span(*key)
+        return sp
 
     def raw(self, node) -> str:
+        if self._ascii:
+            return self.text[node.start_byte : node.end_byte]
         return self.text[self.off(node.start_byte) : self.off(node.end_byte)]
 
     def mtext(self, node) -> str:
+        if self._ascii:
+            return self.masked[node.start_byte : node.end_byte]
         return self.masked[self.off(node.start_byte) : self.off(node.end_byte)]
 
     # ---------------------------------------------------------------- functions
@@ -186,6 +214,8 @@ class CppFacts:
             "attributed_declarator",
         ):
             inner = node.child_by_field_name("declarator")
+            if inner is None and node.type == "reference_declarator" and node.named_child_count:
+                inner = node.named_children[-1]  # tree-sitter-cpp gives `& f(...)` no "declarator" field
             if inner is None:
                 break
             if inner.type == "function_declarator" or inner.type.endswith("declarator"):
@@ -216,7 +246,8 @@ class CppFacts:
             name, name_node = self._declarator_name(decl)
             fd = decl
             while fd is not None and fd.type != "function_declarator":
-                fd = fd.child_by_field_name("declarator")
+                # reference_declarator (`Tensor& f(...)`) holds its declarator as an unnamed child
+                fd = fd.child_by_field_name("declarator") or next((c for c in fd.named_children if c.type.endswith("declarator")), None)
             params_node = fd.child_by_field_name("parameters") if fd is not None else None
         if not name:
             return
@@ -224,7 +255,7 @@ class CppFacts:
         rtype = node.child_by_field_name("type")
         start = self.off(node.start_byte)
         prefix = self.text[start : self.off(name_node.start_byte)]
-        lead = re.search(r"(\[\[\s*kernel\s*\]\]|\bkernel|\bvertex|\bfragment)\s*$", self.text[max(0, start - 40) : start])
+        lead = _LEAD.search(self.text[max(0, start - 40) : start])
         if lead:
             prefix = lead.group(1) + " " + prefix
         parent = node.parent
@@ -255,11 +286,11 @@ class CppFacts:
             t = p.child_by_field_name("type")
             name = ""
             if d is not None:
-                nm = re.findall(r"[A-Za-z_]\w*", self.mtext(d))
+                nm = _NAME.findall(self.mtext(d))
                 name = nm[-1] if nm else ""
             typ = compact(self.mtext(p))
             if d is not None:
-                typ = compact(self.masked[self.off(p.start_byte) : self.off(d.start_byte)] + re.sub(r"[A-Za-z_]\w*\s*$", "", self.mtext(d).split("=")[0]))
+                typ = compact(self.masked[self.off(p.start_byte) : self.off(d.start_byte)] + _TRAILING_NAME.sub("", self.mtext(d).split("=")[0]))
             elif t is not None:
                 typ = compact(self.mtext(p))
             default = ""
@@ -269,7 +300,7 @@ class CppFacts:
             # Metal attributes were masked: the original text after the parameter up to ',' or ')' holds them
             end = self.off(p.end_byte)
             tail = self.text[end : end + 200]
-            tm = re.match(r"\s*(\[\[.*?\]\])", tail, re.S)
+            tm = _PARAM_ATTR.match(tail)
             raw = compact(self.raw(p) + (" " + tm.group(1) if tm else ""))
             out.append(Param(type=typ, name=name, span=self.span(p), default=default, raw=raw))
         return tuple(out)
@@ -342,7 +373,7 @@ class CppFacts:
             if target is None:
                 continue
             ttext = self.mtext(target)
-            names = re.findall(r"[A-Za-z_]\w*", ttext.split("[")[0])
+            names = _NAME.findall(ttext.split("[")[0])
             if not names:
                 continue
             fn.decls.append(
@@ -385,6 +416,13 @@ class CppFacts:
                 vn = n.child_by_field_name("value")
                 if tn is not None and vn is not None:
                     fn.casts.append(Cast("c_style", compact(self.mtext(tn)), Expr(compact(self.mtext(vn)), self.span(vn)), self.span(n), idx))
+            elif t == "subscript_expression":
+                an = n.child_by_field_name("argument")
+                ixn = n.child_by_field_name("indices") or n.child_by_field_name("index")
+                if an is not None and ixn is not None:
+                    inner = [c for c in ixn.named_children if c.type != "comment"] if ixn.type == "subscript_argument_list" else [ixn]
+                    if len(inner) == 1:
+                        fn.subscripts.append(Subscript(compact(self.mtext(an)), Expr(compact(self.mtext(inner[0])), self.span(inner[0])), self.span(n), idx))
             elif t == "assignment_expression":
                 ln = n.child_by_field_name("left")
                 rn = n.child_by_field_name("right")
@@ -412,16 +450,16 @@ class CppFacts:
             if fld is not None and fld.type == "template_method":
                 targs = fld.child_by_field_name("arguments")
                 template = compact(self.mtext(targs))[1:-1] if targs is not None else ""
-        callee = re.sub(r"\s+", "", self.mtext(func))
+        callee = "".join(self.mtext(func).split())
         if template:
             callee = callee[: callee.find("<")] if "<" in callee else callee
-        name_m = re.search(r"([A-Za-z_]\w*)\s*$", callee)
+        name_m = _LAST_NAME.search(callee)
         name = name_m.group(1) if name_m else callee
         receiver = ""
         if func.type == "field_expression":
             arg = func.child_by_field_name("argument")
             if arg is not None:
-                receiver = re.sub(r"\s+", "", self.mtext(arg))
+                receiver = "".join(self.mtext(arg).split())
         elif "::" in callee:
             receiver = ""
         argv: list[Expr] = []

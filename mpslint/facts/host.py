@@ -53,6 +53,14 @@ class StubRegistration:
 
 
 @dataclass(frozen=True)
+class StubDeclaration:
+    """``DECLARE_DISPATCH(fn_type, name)``: a DispatchStub every backend may register."""
+
+    stub: str
+    span: Span
+
+
+@dataclass(frozen=True)
 class ImplMacro:
     """An implementation defined through a macro invocation (``CREATE_MPS_..._FUNC(atan2_out_mps, ...)``)."""
 
@@ -94,6 +102,7 @@ class HostFacts:
     functions: list[Function]
     includes: list[Include] = field(default_factory=list)
     stub_registrations: list[StubRegistration] = field(default_factory=list)
+    stub_declarations: list[StubDeclaration] = field(default_factory=list)
     impl_macros: list[ImplMacro] = field(default_factory=list)
     kernel_refs: list[KernelRef] = field(default_factory=list)
     dtype_filters: dict[str, list[DtypeFilter]] = field(default_factory=dict)
@@ -149,6 +158,9 @@ def host_facts(path: str, text: str, index: LineIndex) -> HostFacts:
         if len(inv.args) >= 2 and not _in_define(facts.defines, inv.start):
             fn = inv.args[1].lstrip("&").strip().split("::")[-1]
             facts.stub_registrations.append(StubRegistration(inv.name, inv.args[0], fn, index.span(inv.start, inv.end)))
+    for inv in invocations(clean, re.compile(r"DECLARE_DISPATCH")):
+        if len(inv.args) >= 2 and not _in_define(facts.defines, inv.start):
+            facts.stub_declarations.append(StubDeclaration(inv.args[-1].strip(), index.span(inv.start, inv.end)))
     _impl_macros(facts, clean, index)
     for fn in cpp.functions:
         body = text[fn.span.start : fn.span.end]

@@ -96,6 +96,24 @@ def match_paren(text: str, i: int) -> int:
 
 
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_DIRECTIVE_BEFORE = re.compile(r"\s*#\s*(define|undef|ifdef|ifndef)\b")
+_NAMED_CALL: dict[re.Pattern, re.Pattern | None] = {}
+
+
+def _named_call(name_rx: re.Pattern) -> re.Pattern | None:
+    """``_CALL`` restricted to names that fullmatch ``name_rx``, as one regex (None if it cannot be built).
+
+    ``\\b(?=[A-Za-z_])(NAME)(?!\\w)\\s*\\(`` finds exactly the ``_CALL`` matches whose whole identifier
+    matches NAME: it starts where an identifier starts and must end where it ends.
+    """
+    if name_rx not in _NAMED_CALL:
+        if len(_NAMED_CALL) > 512:  # patterns built per file (macro names): keep the memo bounded
+            _NAMED_CALL.clear()
+        try:
+            _NAMED_CALL[name_rx] = re.compile(r"\b(?=[A-Za-z_])(" + name_rx.pattern + r")(?!\w)\s*\(", name_rx.flags)
+        except (re.error, TypeError):
+            _NAMED_CALL[name_rx] = None
+    return _NAMED_CALL[name_rx]
 
 
 def invocations(clean: str, name_rx: re.Pattern, start: int = 0, end: int | None = None) -> list[Invocation]:
@@ -103,15 +121,16 @@ def invocations(clean: str, name_rx: re.Pattern, start: int = 0, end: int | None
     end = len(clean) if end is None else end
     regs, starts = _string_starts(clean)
     out = []
-    for m in _CALL.finditer(clean, start, end):
-        if not name_rx.fullmatch(m.group(1)):
+    named = _named_call(name_rx)
+    for m in (named or _CALL).finditer(clean, start, end):
+        if named is None and not name_rx.fullmatch(m.group(1)):
             continue
         k = bisect.bisect_right(starts, m.start()) - 1
         if k >= 0 and regs[k][0] <= m.start() < regs[k][1]:
             continue
         # not a #define of that name
         line_start = clean.rfind("\n", 0, m.start()) + 1
-        if re.match(r"\s*#\s*(define|undef|ifdef|ifndef)\b", clean[line_start : m.start()]):
+        if _DIRECTIVE_BEFORE.match(clean[line_start : m.start()]):
             continue
         open_ = m.end() - 1
         close = match_paren(clean, open_)

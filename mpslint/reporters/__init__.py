@@ -7,6 +7,13 @@ from collections.abc import Callable
 FORMATS: dict[str, str] = {
     "text": "mpslint.reporters.text",
     "json": "mpslint.reporters.json_",
+    "jsonl": "mpslint.reporters.jsonl",
+    "sarif": "mpslint.reporters.sarif",
+    "github": "mpslint.reporters.github",
+    "lintrunner": "mpslint.reporters.lintrunner",
+    "rdjson": "mpslint.reporters.rdjson",
+    "rdjsonl": "mpslint.reporters.rdjsonl",
+    "junit": "mpslint.reporters.junit",
 }
 
 

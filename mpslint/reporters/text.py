@@ -39,3 +39,11 @@ def render(result, color: bool = False, statistics: bool = False, **_) -> str:
     else:
         lines.append(style(f"All checks passed ({result.files} file{'s' if result.files != 1 else ''}).", fg="green"))
     return "\n".join(lines) + "\n"
+
+
+def statistics_text(result) -> str:
+    """``--statistics`` for the machine formats (printed to stderr): counts per rule, most frequent first."""
+    counts = Counter((f.code, f.name) for f in result.findings)
+    lines = [f"{n:5d}\t{code}\t{name}" for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0]))]
+    lines.append(f"Found {len(result.findings)} finding{'s' if len(result.findings) != 1 else ''} in {result.files} file{'s' if result.files != 1 else ''}.")
+    return "\n".join(lines) + "\n"

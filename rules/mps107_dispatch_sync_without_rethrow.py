@@ -1,0 +1,150 @@
+"""
+## What it does
+Flags `dispatch_sync(queue, ^{ ... })` whose block can throw a C++ exception: it calls `TORCH_CHECK`
+(any of its variants), `TORCH_INTERNAL_ASSERT`, `AT_ERROR`, `throw`s, asks for a pipeline state
+(`getPipelineStateForFunc`, `getCPLState`, `getKernelFunction`, any `...PipelineState(...)` helper
+such as `lerpTensorPipelineState`, which throw when the kernel is missing or fails to compile), or calls
+a function of the project that does one of these.
+
+## Why is this bad?
+A C++ exception cannot cross a libdispatch block: when one is thrown inside `dispatch_sync`, the
+runtime calls `std::terminate` and the whole Python process dies with `libc++abi: terminating due
+to uncaught exception` instead of raising a `RuntimeError` the user could catch. PyTorch's
+`dispatch_sync_with_rethrow` (in `OperationUtils.h`) catches the exception inside the block and
+rethrows it on the calling thread.
+
+## Example
+```objc
+dispatch_sync(stream->queue(), ^() {
+  auto pso = lib.getPipelineStateForFunc("fill_" + scalarToMetalTypeString(out));
+  TORCH_CHECK(out.is_contiguous(), "fill: expected a contiguous output");
+  ...
+});
+```
+
+## Use instead
+```objc
+dispatch_sync_with_rethrow(stream->queue(), ^() {
+  auto pso = lib.getPipelineStateForFunc("fill_" + scalarToMetalTypeString(out));
+  ...
+});
+```
+
+## How to fix
+Replace `dispatch_sync` with `dispatch_sync_with_rethrow` (the automatic fix does this; it is safe: the
+two take the same arguments and behave the same when nothing throws), or move the throwing calls
+before the block. Not flagged: blocks that only encode (bind, dispatch, profile) and
+`TORCH_INTERNAL_ASSERT_DEBUG_ONLY`, which is compiled out of release builds.
+
+Guide: not in the guide; PyTorch's own convention (`dispatch_sync_with_rethrow`, `OperationUtils.h`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from mpslint import hostflow as hf
+from mpslint.model import Fix, Severity
+from mpslint.rule import Rule
+
+_THROWS = re.compile(
+    r"^(?:TORCH_CHECK\w*|TORCH_INTERNAL_ASSERT|AT_ERROR|AT_ASSERT\w*|TORCH_INTERNAL_ASSERT(?!_DEBUG_ONLY)\w*|"
+    r"getPipelineStateForFunc|getPipelineState|getCPLState|getKernelFunction|TORCH_CHECK_NOT_IMPLEMENTED|"
+    r"(?!set|new)\w*PipelineState)$"  # lerpTensorPipelineState, renormPipelineState: per-file pipeline caches that TORCH_CHECK
+)
+_THROW_STMT = re.compile(r"^throw\b")
+# encoding helpers whose only throw is a guard against CPU tensors: not worth an abort report
+_QUIET = {"mtl_setArgs", "mtl_setArg", "mtl_setBuffer", "mtl_setBytes", "bind_iter_tensors", "mtl_dispatch1DJob", "mtl_dispatch2DJob", "mtl_dispatch3DJob"}
+
+
+class DispatchSyncWithoutRethrow(Rule):
+    code = "MPS107"
+    name = "dispatch-sync-without-rethrow"
+    severity = Severity.ERROR
+    scope = "host"
+    summary = "`dispatch_sync` around a block that can throw; the exception aborts the process, use `dispatch_sync_with_rethrow`"
+    fixable = "safe"
+    guide = "OperationUtils.h (dispatch_sync_with_rethrow)"
+
+    def check(self, ctx):
+        hosts = ctx.project.hosts
+        by_name: dict[str, list] = {}
+        for path in hosts:
+            for fn in hosts[path].functions:
+                by_name.setdefault(hf.short_name(fn.name), []).append(fn)
+        memo: dict[str, str | None] = {}
+
+        def thrower(fn, depth=3, seen=frozenset()) -> str | None:
+            """What in ``fn`` can throw (a description), or None."""
+            key = f"{id(fn)}"
+            if key in memo:
+                return memo[key]
+            why = None
+            for s in fn.stmts:
+                if s.kind == "throw_statement" or _THROW_STMT.match(s.text):
+                    why = "`throw`"
+                    break
+            if why is None:
+                for c in fn.calls:
+                    if _THROWS.match(c.name):
+                        why = f"`{c.name}`"
+                        break
+            if why is None and depth > 0:
+                for c in fn.calls:
+                    if c.name in _QUIET or c.name in seen:
+                        continue
+                    for callee in by_name.get(c.name, []):
+                        if callee is fn:
+                            continue
+                        inner = thrower(callee, depth - 1, seen | {c.name})
+                        if inner:
+                            why = f"`{c.name}` (which calls {inner})"
+                            break
+                    if why:
+                        break
+            memo[key] = why
+            return why
+
+        for path in sorted(hosts):
+            text = ctx.text(path)
+            for fn in hosts[path].functions:
+                for call in fn.calls:
+                    if call.name != "dispatch_sync" or call.callee not in ("dispatch_sync", "::dispatch_sync"):
+                        continue
+                    why = self._block_throws(fn, call, by_name, thrower)
+                    if why is None:
+                        continue
+                    start = text.find("dispatch_sync", call.span.start, call.span.end)
+                    fix = None
+                    if start >= 0:
+                        end = start + len("dispatch_sync")
+                        fix = Fix("Use `dispatch_sync_with_rethrow`", (ctx.edit(path, start, end, "dispatch_sync_with_rethrow"),), "safe")
+                    yield ctx.finding(
+                        self,
+                        path,
+                        call.span if start < 0 else ctx.project.sources[path].index.span(start, start + len("dispatch_sync")),
+                        f"the `dispatch_sync` block can throw ({why}); a C++ exception cannot cross the block and "
+                        f"terminates the process. Use `dispatch_sync_with_rethrow`, which rethrows on the caller.",
+                        fix=fix,
+                    )
+
+    @staticmethod
+    def _block_throws(fn, call, by_name, thrower) -> str | None:
+        inside = [c for c in fn.calls if c is not call and call.span.start < c.span.start and c.span.end <= call.span.end and "dispatch_sync" in c.blocks]
+        stmts = [s for s in fn.stmts if call.span.start < s.span.start and s.span.end <= call.span.end and "dispatch_sync" in s.blocks]
+        for s in stmts:
+            if s.kind == "throw_statement":
+                return "`throw`"
+        for c in inside:
+            if _THROWS.match(c.name):
+                return f"`{c.name}`"
+        for c in inside:
+            if c.name in _QUIET:
+                continue
+            for callee in by_name.get(c.name, []):
+                if callee is fn:
+                    continue
+                why = thrower(callee)
+                if why:
+                    return f"`{c.name}`, which calls {why}"
+        return None

@@ -1,0 +1,83 @@
+"""
+## What it does
+Flags `metal::fast::` / `fast::` math (`fast::exp(x)`, `metal::fast::tanh(x)`) and
+`using namespace metal::fast;` in Metal op kernels — `.metal` files, Metal headers and Metal embedded in
+`.mm` files. Sources passed to `torch.mps.compile_shader` (debugging scripts) are not flagged.
+Off by default: enable it with `--select MTL206`.
+
+## Why is this bad?
+The `fast::` variants trade accuracy for speed (several ulp, flushed denormals, no correct handling
+of infinities and NaN for some functions). PyTorch compares every MPS op's output with the CPU
+result in `test_output_match`; a fast-math op fails those comparisons for some inputs, or, worse,
+passes them and returns subtly different numbers than CPU and CUDA for users.
+
+## Example
+```metal
+struct gelu_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return T(0.5f * float(x) * (1.0f + fast::tanh(0.79788456f * float(x))));
+  }
+};
+```
+
+## Use instead
+```metal
+struct gelu_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return T(0.5f * float(x) * (1.0f + precise::tanh(0.79788456f * float(x))));
+  }
+};
+```
+
+## How to fix
+Use `precise::` (or the default `metal::`) math, or the `c10/metal/special_math.h` helpers. If the
+fast variant is deliberate (an approximation the op's documentation allows), suppress the line with
+`// mpslint: ignore[MTL206]` and say why.
+
+Guide: *Type-Specialized Functor* — "Use precise math".
+"""
+
+from __future__ import annotations
+
+import re
+
+from mpslint.model import Severity
+from mpslint.rule import Rule
+from mpslint.rules.mtl2_support import metal_sources
+
+_FAST = re.compile(r"(?<![\w:])(?:::)?(?:metal::)?fast::(\w+)|\busing\s+namespace\s+(?:::)?metal::fast\b")
+
+
+class FastMathInOp(Rule):
+    code = "MTL206"
+    name = "fast-math-in-op"
+    severity = Severity.WARNING
+    scope = "metal"
+    default_enabled = False
+    summary = "metal::fast:: math in an op kernel whose results are compared with CPU (precision loss)"
+    guide = "Step 2: Type-Specialized Functor (use precise math)"
+
+    def check(self, ctx):
+        for src in metal_sources(ctx):
+            if src.kind == "python":
+                continue
+            for m in _FAST.finditer(src.text):
+                if src.in_comment_or_string(m.start()):
+                    continue
+                index = ctx.project.sources[src.path].index
+                span = index.span(src.base + m.start(), src.base + m.end())
+                if m.group(1):
+                    what = f"`{m.group(0)}`"
+                    fix_hint = f"use `precise::{m.group(1)}` (or `metal::{m.group(1)}`)"
+                else:
+                    what = "`using namespace metal::fast`"
+                    fix_hint = "remove it and call `precise::` math"
+                yield ctx.finding(
+                    self,
+                    src.path,
+                    span,
+                    f"{what} is fast-math (reduced precision, no IEEE special cases) in an op kernel whose results "
+                    f"are compared with CPU; {fix_hint}.",
+                )

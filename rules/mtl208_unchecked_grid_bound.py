@@ -1,0 +1,106 @@
+"""
+## What it does
+Flags a Metal kernel that is handed its element count (a scalar parameter named `numel`, `n`, `N`,
+`size`, `length`, `count`, `num_elements`, ...) but never reads it, while it writes a device buffer at
+an index taken from its grid position (`out[tid] = ...` with `uint tid [[thread_position_in_grid]]`).
+
+## Why is this bad?
+The host passes the count because the launch can cover more threads than there are elements: a grid
+rounded up to whole threadgroups (`dispatchThreadgroups`, a fixed `group_size` in `compile_shader`
+launches, a vectorized kernel handling several elements per thread). Without the `tid < numel`
+check the extra threads write past the end of the output: corrupted neighbouring tensors, or a GPU
+fault, only for sizes that are not a multiple of the threadgroup.
+
+## Example
+```metal
+kernel void relu_inplace(device float* data [[buffer(0)]],
+                         constant uint& numel [[buffer(1)]],
+                         uint tid [[thread_position_in_grid]]) {
+  data[tid] = max(data[tid], 0.0f);
+}
+```
+
+## Use instead
+```metal
+kernel void relu_inplace(device float* data [[buffer(0)]],
+                         constant uint& numel [[buffer(1)]],
+                         uint tid [[thread_position_in_grid]]) {
+  if (tid >= numel) {
+    return;
+  }
+  data[tid] = max(data[tid], 0.0f);
+}
+```
+
+## How to fix
+Return early when the grid position is past the count (`if (tid >= numel) return;`). If the host
+really dispatches exactly `numel` threads (`mtl_dispatch1DJob` does), drop the unused parameter and
+its binding instead, so the next reader does not assume a check exists.
+
+Guide: *Debugging Metal Kernels with `torch.mps.compile_shader`* — "Dispatch Semantics" (threads vs
+threadgroups), and the checklist item "Handles empty tensors".
+"""
+
+from __future__ import annotations
+
+import re
+
+from mpslint.model import Severity
+from mpslint.rule import Rule
+from mpslint.rules.mtl2_support import is_kernel_function, metal_sources
+
+_COUNT_NAME = re.compile(r"(?i)^(?:n|numel|num_?el(?:em(?:ent)?)?s?|n_?el(?:em(?:ent)?)?s?|size|total(?:_size)?|len|length|count|n_?elements|num_?threads)$")
+_SCALAR = re.compile(r"^(?:const\s+)?(?:u?int|u?long|u?short|int\d+_t|uint\d+_t|size_t)\s*&?$")
+_GRID = {"thread_position_in_grid", "thread_index_in_grid"}
+_LINE_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+class UncheckedGridBound(Rule):
+    code = "MTL208"
+    name = "unchecked-grid-bound"
+    severity = Severity.WARNING
+    scope = "metal"
+    summary = "kernel is given its element count but never compares the grid position with it before writing"
+    guide = "Debugging Metal Kernels with torch.mps.compile_shader: Dispatch Semantics"
+
+    def check(self, ctx):
+        for src in metal_sources(ctx):
+            text = ctx.text(src.path)
+            for fn in src.facts.functions:
+                if not is_kernel_function(fn) or fn.body_span is None:
+                    continue
+                grid = [p.name for p in fn.params if re.search(r"\[\[\s*(%s)\s*\]\]" % "|".join(_GRID), p.raw)]
+                if not grid:
+                    continue
+                body = _LINE_COMMENT.sub(" ", text[fn.body_span.start : fn.body_span.end])
+                for p in fn.params:
+                    if not p.name or not _COUNT_NAME.match(p.name) or not _SCALAR.match(p.type.strip()):
+                        continue
+                    if re.search(r"(?<![\w.])" + re.escape(p.name) + r"\b", body):
+                        continue
+                    write = _grid_write(fn, grid, text)
+                    if write is None:
+                        continue
+                    yield ctx.finding(
+                        self,
+                        src.path,
+                        p.span,
+                        f"kernel `{fn.name}` is given `{p.name}` but never reads it, and writes `{write}` at its grid "
+                        f"position; threads past the end of a rounded-up grid write out of bounds. Return early with "
+                        f"`if ({grid[0]} >= {p.name}) return;` (or drop the parameter if the launch is exact).",
+                    )
+
+
+def _grid_write(fn, grid, text):
+    """The first ``buffer[... tid ...] = ...`` of a device buffer indexed by the grid position, or None."""
+    buffers = set()
+    for p in fn.params:
+        lead = re.split(r"[(,]", text[max(0, p.span.start - 40) : p.span.start])[-1]
+        if "*" in p.type and re.search(r"(?<![\w:])device\b", lead + " " + p.raw):
+            buffers.add(p.name)
+    gridrx = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, grid)) + r")\b")
+    for a in fn.assigns:
+        m = re.match(r"^([A-Za-z_]\w*)\s*\[(.*)\]$", a.lhs)
+        if m and m.group(1) in buffers and gridrx.search(m.group(2)):
+            return a.lhs
+    return None

@@ -1,0 +1,227 @@
+"""The automatic fixes of the host rules (MPS106-MPS109): the edited text is what we expect and re-lints clean."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mpslint.engine import LintOptions, lint
+
+from .conftest import FIXTURES, ROOT
+
+
+def apply_edits(text: str, edits) -> str:
+    """Apply ``Edit``s to ``text`` from the end of the file backwards, so earlier offsets stay valid."""
+    out = text
+    last = len(text) + 1
+    for e in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        assert e.end <= last, "overlapping edits"
+        out = out[: e.start] + e.content + out[e.end :]
+        last = e.start
+    return out
+
+
+def _lint(path: Path, code: str, cwd: Path, text: str | None = None):
+    opts = LintOptions(paths=[str(path)], select=[code], cwd=cwd)
+    if text is not None:
+        rel = path.relative_to(cwd).as_posix()
+        opts.overrides = {rel: text}
+    res = lint(opts)
+    assert not res.internal_errors, res.internal_errors
+    return [f for f in res.findings if f.code == code]
+
+
+def _fix_file(tmp_path: Path, name: str, source: str, code: str, applicability: str | None = "safe"):
+    p = tmp_path / name
+    p.write_text(source, encoding="utf-8")
+    found = _lint(p, code, tmp_path)
+    assert found, f"{code} did not fire"
+    fixes = [f.fix for f in found if f.fix is not None]
+    assert fixes, f"{code} offered no fix"
+    if applicability is not None:
+        assert {f.applicability for f in fixes} == {applicability}
+    fixed = apply_edits(source, [e for fx in fixes for e in fx.edits])
+    assert _lint(p, code, tmp_path, fixed) == [], f"{code} still fires after its fix:\n{fixed}"
+    return fixed
+
+
+MPS107_SRC = """\
+#include <ATen/native/mps/OperationUtils.h>
+namespace at::native {
+static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();
+Tensor& eye_out_mps(int64_t n, Tensor& out) {
+  auto stream = mps::getCurrentMPSStream();
+  dispatch_sync(stream->queue(), ^() {
+    auto pso = lib.getPipelineStateForFunc("eye_float");
+    TORCH_CHECK(n >= 0, "eye: negative n");
+  });
+  return out;
+}
+}
+"""
+
+
+def test_mps107_rewrites_dispatch_sync(tmp_path):
+    fixed = _fix_file(tmp_path, "Eye.mm", MPS107_SRC, "MPS107")
+    assert "  dispatch_sync_with_rethrow(stream->queue(), ^() {\n" in fixed
+    assert fixed.replace("dispatch_sync_with_rethrow", "dispatch_sync") == MPS107_SRC
+
+
+MPS108_SRC = """\
+#include <ATen/native/mps/OperationUtils.h>
+namespace at::native {
+void launch(id<MTLComputeCommandEncoder> enc, int64_t n, float alpha, std::array<int64_t, 2> shape) {
+  mtl_setBuffer(enc, out, 0);
+  mtl_setBytes(enc, n, 1);
+  mtl_setBytes(enc, alpha, 2);
+  mtl_setBytes(enc, shape, 3);
+  mtl_dispatch1DJob(enc, pso, n);
+}
+}
+"""
+
+
+def test_mps108_merges_consecutive_slots(tmp_path):
+    fixed = _fix_file(tmp_path, "Launch.mm", MPS108_SRC, "MPS108")
+    assert "  mtl_setBuffer(enc, out, 0);\n  mtl_setArgs<1>(enc, n, alpha, shape);\n  mtl_dispatch1DJob(enc, pso, n);\n" in fixed
+    assert "mtl_setBytes" not in fixed
+
+
+def test_mps108_no_fix_when_slots_skip(tmp_path):
+    src = MPS108_SRC.replace("mtl_setBytes(enc, alpha, 2);", "mtl_setBytes(enc, alpha, 5);")
+    p = tmp_path / "Launch.mm"
+    p.write_text(src, encoding="utf-8")
+    found = _lint(p, "MPS108", tmp_path)
+    assert len(found) == 1 and found[0].fix is None
+
+
+def test_mps108_no_fix_across_a_comment_line(tmp_path):
+    src = MPS108_SRC.replace("  mtl_setBytes(enc, alpha, 2);\n", "  // the blend factor\n  mtl_setBytes(enc, alpha, 2);\n")
+    p = tmp_path / "Launch.mm"
+    p.write_text(src, encoding="utf-8")
+    found = _lint(p, "MPS108", tmp_path)
+    assert len(found) == 1 and found[0].fix is None  # the fix would have to move a comment line
+
+
+def test_mps108_keeps_trailing_comments(tmp_path):
+    src = MPS108_SRC.replace("mtl_setBytes(enc, n, 1);", "mtl_setBytes(enc, n, 1); // numel")
+    fixed = _fix_file(tmp_path, "Launch.mm", src, "MPS108")
+    assert "  mtl_setArgs<1>(enc, n, alpha, shape); // numel\n" in fixed
+
+
+MPS109_HOST = """\
+#include <ATen/native/mps/OperationUtils.h>
+namespace at::native {
+void chunks(const Tensor& self, int64_t chunk) {
+  const int64_t numel = self.numel();
+  const int64_t a = (numel + chunk - 1) / chunk;
+  const auto b = (self.numel() + 255) / 256;
+  const int64_t c = (numel + (chunk - 1)) / chunk * chunk;
+}
+}
+"""
+
+
+def test_mps109_host_fix(tmp_path):
+    fixed = _fix_file(tmp_path, "Chunks.mm", MPS109_HOST, "MPS109")
+    assert "const int64_t a = at::ceil_div(numel, chunk);" in fixed
+    assert "const auto b = at::ceil_div<int64_t>(self.numel(), 256);" in fixed
+    assert "const int64_t c = at::ceil_div(numel, chunk) * chunk;" in fixed
+
+
+def test_mps109_mixed_types_are_unsafe(tmp_path):
+    src = MPS109_HOST.replace("int64_t chunk", "int chunk")
+    p = tmp_path / "Chunks.mm"
+    p.write_text(src, encoding="utf-8")
+    found = _lint(p, "MPS109", tmp_path)
+    by_line = {f.span.line: f.fix.applicability for f in found}
+    assert by_line[5] == "unsafe" and by_line[7] == "unsafe" and by_line[6] == "safe"
+
+
+MPS109_METAL = """\
+#include <c10/metal/common.h>
+#include <metal_stdlib>
+using namespace metal;
+{using}
+kernel void k(constant uint& n [[buffer(0)]], constant uint& chunk [[buffer(1)]], device uint* out [[buffer(2)]], uint tid [[thread_position_in_grid]]) {
+  out[tid] = (n + chunk - 1) / chunk + (n + 255) / 256;
+}
+"""
+
+
+@pytest.mark.parametrize("using,func", [("using namespace c10::metal;", "ceil_div"), ("", "c10::metal::ceil_div")])
+def test_mps109_metal_fix(tmp_path, using, func):
+    fixed = _fix_file(tmp_path, "Chunks.metal", MPS109_METAL.replace("{using}", using), "MPS109")
+    assert f"out[tid] = {func}(n, chunk) + {func}<uint>(n, 256);" in fixed
+
+
+def test_mps109_fix_in_embedded_metal(tmp_path):
+    src = (
+        '#include <ATen/native/mps/OperationUtils.h>\nstatic auto lib = MetalShaderLibrary(R"M(\n'
+        + MPS109_METAL.replace("{using}", "using namespace c10::metal;")
+        + ')M");\n'
+    )
+    fixed = _fix_file(tmp_path, "Embedded.mm", src, "MPS109")
+    assert "out[tid] = ceil_div(n, chunk) + ceil_div<uint>(n, 256);" in fixed
+    assert "at::ceil_div" not in fixed
+
+
+MPS106_SRC = """\
+#include <ATen/native/mps/OperationUtils.h>
+namespace at::native {
+static void add_kernel(TensorIteratorBase& iter, const Scalar& other, const Scalar& alpha = 1) {
+  if (!iter.can_use_32bit_indexing()) {
+    for (auto&& sub_iter : iter.with_32bit_indexing()) {
+      add_kernel(sub_iter, other);
+    }
+    return;
+  }
+  lib.exec_binary_kernel(iter, "add");
+}
+}
+"""
+
+
+def test_mps106_forwards_dropped_parameters(tmp_path):
+    fixed = _fix_file(tmp_path, "Add.mm", MPS106_SRC, "MPS106", applicability="unsafe")
+    assert "      add_kernel(sub_iter, other, alpha);\n" in fixed
+
+
+FIXABLE = ["MPS106", "MPS107", "MPS108", "MPS109"]
+
+
+@pytest.mark.parametrize("code", FIXABLE)
+def test_fixture_fixes_remove_their_findings(code):
+    """Applying every fix a rule offers on the fixture tree removes exactly the fixed findings."""
+    res = lint(LintOptions(paths=[str(FIXTURES / "aten")], select=[code], cwd=ROOT))
+    found = [f for f in res.findings if f.code == code]
+    by_path: dict[str, list] = {}
+    for f in found:
+        if f.fix is not None:
+            by_path.setdefault(f.path, []).append(f)
+    assert by_path, f"no {code} fix on the fixtures"
+    for path, fs in by_path.items():
+        text = (ROOT / path).read_text(encoding="utf-8")
+        fixed = apply_edits(text, [e for f in fs for e in f.fix.edits])
+        after = _lint(ROOT / path, code, ROOT, fixed)
+        assert len(after) == len([f for f in found if f.path == path]) - len(fs), f"{path}: {[a.message for a in after]}"
+
+
+def test_mps108_keeps_the_namespace_qualifier(tmp_path):
+    src = MPS108_SRC.replace("  mtl_setBytes(", "  mps::mtl_setBytes(")
+    fixed = _fix_file(tmp_path, "Launch.mm", src, "MPS108")
+    assert "  mps::mtl_setArgs<1>(enc, n, alpha, shape);\n" in fixed
+
+
+def test_mps107_sees_throws_through_project_helpers(tmp_path):
+    src = MPS107_SRC.replace(
+        'auto pso = lib.getPipelineStateForFunc("eye_float");\n    TORCH_CHECK(n >= 0, "eye: negative n");',
+        "auto pso = eyePipelineState(n);",
+    )
+    fixed = _fix_file(tmp_path, "Eye.mm", src, "MPS107")
+    assert "dispatch_sync_with_rethrow" in fixed
+    quiet = src.replace("auto pso = eyePipelineState(n);", "[encoder setComputePipelineState:pso];\n    mtl_dispatch1DJob(encoder, pso, n);")
+    p = tmp_path / "Quiet.mm"
+    p.write_text(quiet, encoding="utf-8")
+    assert _lint(p, "MPS107", tmp_path) == []

@@ -1,0 +1,58 @@
+"""MPS105-MPS112 on the torch 2.13.0 wheel's real mps and c10/metal headers (skipped without torch).
+
+The host headers (OperationUtils.h with the exec_*_kernel_with_params templates, MultiTensorApply.h)
+split, guard empty iterators, rethrow and bind with mtl_setArgs: the host rules must stay silent on
+them. The Metal headers hold hand-written ceiling divisions, checked by hand: every one is a real
+`(a + b - 1) / b`.
+"""
+
+from __future__ import annotations
+
+from mpslint.engine import LintOptions, lint
+
+HOST_CODES = ["MPS105", "MPS106", "MPS107", "MPS108", "MPS110", "MPS111", "MPS112"]
+
+# (file name, line) of every (a + b - 1) / b in the wheel's Metal headers, checked by hand
+HAND_CHECKED_MPS109 = {
+    ("PrefillAttention.h", 55),
+    ("SortRadix.h", 232),
+    ("SortRadix.h", 285),
+    ("SortRadix.h", 464),
+    ("reduction_utils.h", 226),
+    ("reduction_utils.h", 253),
+    ("reduction_utils.h", 278),
+    ("reduction_utils.h", 297),
+    ("reduction_utils.h", 316),
+    ("reduction_utils.h", 381),
+    ("reduction_utils.h", 408),
+}
+
+
+def test_host_rules_silent_on_real_host_headers(real_tree):
+    result = lint(LintOptions(paths=[str(real_tree)], select=HOST_CODES))
+    assert not result.internal_errors
+    hosts = [p for p in result.project.hosts if p.endswith((".h", ".mm"))]
+    assert any(p.endswith("OperationUtils.h") for p in hosts) and any(p.endswith("MultiTensorApply.h") for p in hosts)
+    assert [f"{f.path}:{f.span.line} {f.code}" for f in result.findings] == []
+
+
+def test_exec_kernel_templates_are_seen_as_splitting(real_tree):
+    """The facts behind the silence: the header's exec_*_with_params recurse over sub-iterators and guard numel()."""
+    from mpslint import hostflow as hf
+
+    result = lint(LintOptions(paths=[str(real_tree)], select=["MPS105"]))
+    utils = next(f for p, f in result.project.hosts.items() if p.endswith("OperationUtils.h"))
+    fns = {hf.short_name(fn.name): fn for fn in utils.functions}
+    for name in ("exec_unary_kernel_with_params", "exec_binary_kernel_with_params"):
+        fn = fns[name]
+        assert hf.subiter_loops(fn) and hf.has_32bit_check(fn) >= 0
+        launch = hf.launches(fn)
+        assert launch and all(hf.empty_guarded(fn, c.stmt) for c in launch)
+
+
+def test_mps109_on_real_metal_headers_is_the_hand_checked_set(real_tree):
+    result = lint(LintOptions(paths=[str(real_tree)], select=["MPS109"]))
+    got = {(f.path.rsplit("/", 1)[-1], f.span.line) for f in result.findings}
+    assert got == HAND_CHECKED_MPS109
+    for f in result.findings:
+        assert f.fix is not None and "c10::metal::ceil_div(" in f.fix.edits[0].content
