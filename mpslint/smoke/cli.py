@@ -34,7 +34,10 @@ def outcome_dict(o) -> dict:
 @click.command("smoke")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--backend", type=click.Choice(["auto", "host", "metal"]), default="auto", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "outcomes-json", "sarif", "lintrunner", "github", "rdjson", "rdjsonl", "jsonl", "junit"]), default="text", show_default=True,
+              help="text: per-variant lines and the summary table; outcomes-json: every outcome with its status; "
+                   "json/sarif/...: SMK findings through mpslint's reporters (the summary goes to stderr)")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the report to a file.")
 @click.option("--jobs", "-j", type=int, default=1, show_default=True)
 @click.option("--timeout", type=float, default=10.0, show_default=True, help="seconds per kernel launch")
 @click.option("--memory-mb", type=int, default=2048, show_default=True)
@@ -43,7 +46,7 @@ def outcome_dict(o) -> dict:
               help="directory containing c10/metal (default: the linted tree, else the torch wheel)")
 @click.option("--show-passed", is_flag=True, help="also list passed and skipped variants")
 @click.option("--progress/--no-progress", default=True)
-def smoke_cmd(paths, backend, fmt, jobs, timeout, memory_mb, cache_dir, headers_root, show_passed, progress):
+def smoke_cmd(paths, backend, fmt, output, jobs, timeout, memory_mb, cache_dir, headers_root, show_passed, progress):
     """Compile and smoke-run the kernels of .metal files (host-emulated on Linux)."""
     files = collect(paths)
     if not files:
@@ -53,16 +56,41 @@ def smoke_cmd(paths, backend, fmt, jobs, timeout, memory_mb, cache_dir, headers_
                         cache_dir=Path(cache_dir) if cache_dir else None,
                         headers_root=Path(headers_root) if headers_root else None, progress=progress)
     report = run_smoke(files, opts)
-    if fmt == "json":
+    if fmt == "outcomes-json":
         s = report.summary()
-        click.echo(json.dumps({"backend": report.backend_label, "summary": dataclasses.asdict(s),
-                               "outcomes": [outcome_dict(o) for o in report.outcomes]}, indent=2))
-    else:
+        _emit(json.dumps({"backend": report.backend_label, "summary": dataclasses.asdict(s),
+                          "outcomes": [outcome_dict(o) for o in report.outcomes]}, indent=2) + "\n", output)
+    elif fmt == "text":
+        lines = []
         for o in report.outcomes:
             if o.code is None and not show_passed:
                 continue
             tag = o.code or o.status
             what = " ".join(x for x in (o.kernel, f"[{o.variant}]" if o.variant else "") if x)
-            click.echo(f"{o.path}:{o.line}:{o.column}: {tag} {what}: {o.message}")
-        click.echo(report.format_summary())
+            lines.append(f"{o.path}:{o.line}:{o.column}: {tag} {what}: {o.message}")
+        lines.append(report.format_summary())
+        _emit("\n".join(lines) + "\n", output)
+    else:  # the findings, through the same reporters as `mpslint check`
+        from ..engine import LintOptions, lint
+        from ..reporters import get_reporter
+
+        result = lint(LintOptions(paths=[str(f) for f in files], select=["SMK"],
+                                  rule_options={"smoke_outcomes": _display_paths(report.outcomes, files)}))
+        _emit(get_reporter(fmt)(result, color=False), output)
+        click.echo(report.format_summary(), err=True)
     sys.exit(1 if report.findings else 0)
+
+
+def _emit(text: str, output) -> None:
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+
+
+def _display_paths(outcomes, files):
+    """Outcomes name files as given; findings use mpslint's reported paths (relative to the cwd)."""
+    from ..discovery import display_path
+
+    cwd = Path.cwd().resolve()
+    return [dataclasses.replace(o, path=display_path(Path(o.path), cwd)) for o in outcomes]

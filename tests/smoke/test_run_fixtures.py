@@ -112,8 +112,22 @@ def test_smoke_cli_json_and_exit_code(smoke_cache):
     from click.testing import CliRunner
     from mpslint.smoke.cli import smoke_cmd
     r = CliRunner().invoke(smoke_cmd, [str(FIXTURES / "bad" / "oob_write.metal"), "--backend", "host", "--format",
-                                       "json", "--cache-dir", str(smoke_cache), "--no-progress"])
+                                       "outcomes-json", "--cache-dir", str(smoke_cache), "--no-progress"])
     assert r.exit_code == 1, r.output
-    data = json.loads(r.output)
+    data = json.loads(r.stdout)
     assert data["backend"] == "host-emulated"
     assert {o["code"] for o in data["outcomes"]} == {"SMK403"}
+
+
+def test_smoke_cli_findings_go_through_the_reporters(smoke_cache):
+    """`--format json|sarif|...` gives SMK findings in mpslint's usual formats (the summary goes to stderr)."""
+    import json
+    from click.testing import CliRunner
+    from mpslint.smoke.cli import smoke_cmd
+    r = CliRunner().invoke(smoke_cmd, [str(FIXTURES / "bad" / "oob_write.metal"), "--backend", "host", "--format",
+                                       "sarif", "--cache-dir", str(smoke_cache), "--no-progress"])
+    assert r.exit_code == 1, r.output
+    run = json.loads(r.stdout)["runs"][0]
+    assert {res["ruleId"] for res in run["results"]} == {"SMK403"}
+    assert all("host-emulated" in res["message"]["text"] for res in run["results"])
+    assert "kernel-crash (SMK403)" in r.stderr
