@@ -167,7 +167,10 @@ def check(paths, select, extend_select, ignore, native_functions, config_path, i
         from .smoke_run import smoke_outcomes
 
         try:
-            opts.rule_options["smoke_outcomes"] = smoke_outcomes(paths, backend=smoke_backend)
+            from dataclasses import replace
+
+            graph = lint(replace(opts, select=["DSP301"])).project.graph  # references come from the dispatch graph
+            opts.rule_options["smoke_outcomes"] = smoke_outcomes(paths, backend=smoke_backend, graph=graph)
         except Exception as e:  # the smoke runner never takes the lint down with it
             click.echo(f"mpslint: smoke run failed: {type(e).__name__}: {e}", err=True)
     if do_fix or show_diff:

@@ -9,7 +9,7 @@ from pathlib import Path
 from .discovery import discover
 
 
-def smoke_outcomes(paths: list[str], cwd: Path | None = None, backend: str = "auto", timeout: float = 10.0, jobs: int = 1):
+def smoke_outcomes(paths: list[str], cwd: Path | None = None, backend: str = "auto", timeout: float = 10.0, jobs: int = 1, graph=None):
     from .smoke.api import SmokeOptions, run_smoke
 
     files, _problems = discover(paths, cwd)
@@ -20,7 +20,12 @@ def smoke_outcomes(paths: list[str], cwd: Path | None = None, backend: str = "au
     for f in metal:
         display[f.fs_path] = f.path
         display[str(Path(f.fs_path).resolve())] = f.path
-    opts = SmokeOptions(backend=backend, timeout=timeout, jobs=jobs, progress=sys.stderr.isatty())
+    hook = None
+    if graph is not None:
+        from .smoke_refs import graph_reference_for
+
+        hook = graph_reference_for(graph)
+    opts = SmokeOptions(backend=backend, timeout=timeout, jobs=jobs, progress=sys.stderr.isatty(), reference_for=hook)
     report = run_smoke([Path(f.fs_path) for f in metal], opts)
     out = []
     for o in report.outcomes:
