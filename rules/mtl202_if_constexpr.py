@@ -51,7 +51,7 @@ import re
 
 from mpslint.model import Fix, Severity
 from mpslint.rule import Rule
-from mpslint.rules.mtl2_support import host_only, metal4_only, metal_sources
+from mpslint.metalflow import host_only, metal4_only, metal_sources
 
 _IF_CONSTEXPR = re.compile(r"\bif(\s+)(constexpr)\b(?=\s*\()")
 # c10/metal headers that (directly or through another) include <c10/metal/common.h>
@@ -137,4 +137,4 @@ def _in_directive(text: str, at: int) -> bool:
     k = line_start
     while k > 1 and text[k - 2] == "\\":  # walk back over backslash continuations
         k = text.rfind("\n", 0, k - 1) + 1
-    return bool(re.match(r"[ \t]*#[ \t]*define[ \t]+IF_CONSTEXPR\w*\b", text[k:at]))
+    return bool(re.match(r"[ \t]*#[ \t]*define[ \t]+IF_CONSTEXPR\b", text[k:at]))

@@ -66,7 +66,7 @@ from functools import lru_cache
 from mpslint.model import Severity
 from mpslint.parsing import parse
 from mpslint.rule import Rule
-from mpslint.rules.mtl2_support import metal_sources
+from mpslint.metalflow import metal_sources
 
 W32, W64, CONST = "w32", "w64", "const"
 

@@ -45,7 +45,7 @@ import re
 
 from mpslint.model import Severity
 from mpslint.rule import Rule
-from mpslint.rules.mtl2_support import metal_sources
+from mpslint.metalflow import metal_sources
 
 _FAST = re.compile(r"(?<![\w:])(?:::)?(?:metal::)?fast::(\w+)|\busing\s+namespace\s+(?:::)?metal::fast\b")
 

@@ -53,7 +53,7 @@ import re
 
 from mpslint.model import Severity
 from mpslint.rule import Rule
-from mpslint.rules.mtl2_support import is_kernel_function
+from mpslint.metalflow import is_kernel_function
 
 _ERR_TYPE = re.compile(r"\bErrorMessages\b")
 

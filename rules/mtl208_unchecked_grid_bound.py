@@ -47,7 +47,7 @@ import re
 
 from mpslint.model import Severity
 from mpslint.rule import Rule
-from mpslint.rules.mtl2_support import is_kernel_function, metal_sources
+from mpslint.metalflow import is_kernel_function, metal_sources
 
 _COUNT_NAME = re.compile(r"(?i)^(?:n|numel|num_?el(?:em(?:ent)?)?s?|n_?el(?:em(?:ent)?)?s?|size|total(?:_size)?|len|length|count|n_?elements|num_?threads)$")
 _SCALAR = re.compile(r"^(?:const\s+)?(?:u?int|u?long|u?short|int\d+_t|uint\d+_t|size_t)\s*&?$")

@@ -44,6 +44,18 @@ def test_metal_idioms_parse_without_errors(name):
     assert _errors(text) == 0
 
 
+def test_statement_macros_without_semicolons_leave_no_missing_nodes():
+    text = (
+        "#define CASE(X, A) \\\n  case X: \\\n    return A;\n"
+        "inline float pick(int i) {\n  switch (i) {\n    CASE(0, 1.0f)\n    CASE(\n        1,\n        2.0f)\n  }\n"
+        "  float y = CASE_LIKE(i) + 1;\n  return y;\n}\n"
+    )
+    masked = mask_metal(text)
+    assert _same_shape(text, masked)
+    assert error_counts(parse(masked)) == (0, 0)
+    assert "CASE_LIKE(i) + 1" in masked  # part of an expression: kept
+
+
 def test_a_macro_opening_a_definition_is_left_alone():
     text = "C10_METAL_FUNC(add)\n{\n  return 1;\n}\n#define M(x) \\\n  REGISTER_X(x, float);\nstruct S {\n  DEFINE_MEMBER(a, b);\n};\n"
     masked = mask_metal(text)

@@ -123,3 +123,15 @@ def test_mtl206_using_namespace_and_opt_in(tmp_path):
     assert _run(tmp_path, files, None) == []  # not on by default
     got = _run(tmp_path, files, ["MTL206"])
     assert [line for _, line, _ in got] == [1, 2]
+
+
+def test_mtl202_not_in_c10_metal_common_h(torch_site, tmp_path):
+    """The wheel's own IF_CONSTEXPR definition (and the rest of c10/metal) is clean."""
+    import shutil
+
+    dst = tmp_path / "c10/metal"
+    shutil.copytree(torch_site / "torch/include/c10/metal", dst)
+    assert "IF_CONSTEXPR" in (dst / "common.h").read_text(encoding="utf-8")
+    result = lint(LintOptions(paths=[str(tmp_path)], select=["MTL202"], cwd=tmp_path))
+    assert not result.internal_errors
+    assert result.findings == []

@@ -1,6 +1,6 @@
 """Shared helpers of the MTL2xx (Metal code) rules: where Metal source is, and what its #if guards say.
 
-Not a rule (it defines no ``Rule``); the rules import it as ``mpslint.rules.mtl2_support``.
+Rules import it; it decides nothing itself (like ``hostflow`` for host code).
 """
 
 from __future__ import annotations
