@@ -396,6 +396,35 @@ def _match_paren(text: str, i: int, skip: "_Skipper") -> int:
     return -1
 
 
+def _match_brace(text: str, i: int, skip: "_Skipper") -> int:
+    depth = 0
+    for j in range(i, len(text)):
+        if skip(j):
+            continue
+        if text[j] in "([{":
+            depth += 1
+        elif text[j] in ")]}":
+            depth -= 1
+            if depth == 0:
+                return j if text[j] == "}" else -1
+    return -1
+
+
+def _colons_to_commas(text: str, start: int, end: int, skip: "_Skipper", buf: "_Buf") -> None:
+    """Inside a dictionary literal, the depth-0 ``key : value`` colons become commas."""
+    depth = 0
+    for j in range(start, end):
+        if skip(j):
+            continue
+        ch = text[j]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == ":" and depth == 0 and text[j - 1 : j] != ":" and text[j + 1 : j + 2] != ":":
+            buf.put(j, ",")
+
+
 def _put_before(buf: "_Buf", text: str, pos: int, ch: str) -> None:
     """Write ``ch`` in the whitespace right before ``pos`` (or over ``pos - 1`` if that is a newline-free char)."""
     if pos > 0 and text[pos - 1] != "\n":
@@ -420,6 +449,26 @@ def _match_bracket(text: str, i: int, skip: _Skipper) -> int:
             if depth == 0:
                 return j if ch == "]" else -1
     return -1
+
+
+def _ternary_colons(text: str, start: int, end: int, skip: "_Skipper") -> set[int]:
+    """Positions of depth-0 ``:`` that close a ``?`` (ternaries inside message-send arguments)."""
+    out: set[int] = set()
+    depth = pending = 0
+    for j in range(start, end):
+        if skip(j):
+            continue
+        ch = text[j]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and ch == "?":
+            pending += 1
+        elif depth == 0 and ch == ":" and pending and text[j - 1 : j] != ":" and text[j + 1 : j + 2] != ":":
+            out.add(j)
+            pending -= 1
+    return out
 
 
 def _selector_parts(text: str, start: int, end: int, skip: _Skipper):
@@ -469,6 +518,9 @@ def _selector_parts(text: str, start: int, end: int, skip: _Skipper):
         if after >= end:
             return ws, [], (m.start(), m.end())
         if text[after] == ":":
+            ternary = _ternary_colons(text, start, end, skip)
+            if after in ternary:
+                return None
             kws = []
             # collect all top-level keyword parts `ident:` following whitespace
             for ws2 in [ws] + [t for t in top if t > ws]:
@@ -481,7 +533,7 @@ def _selector_parts(text: str, start: int, end: int, skip: _Skipper):
                 a2 = m2.end()
                 while a2 < end and text[a2] in " \t":
                     a2 += 1
-                if a2 < end and text[a2] == ":" and not (a2 + 1 < end and text[a2 + 1] == ":") and not (a2 > 0 and text[a2 - 1] == ":"):
+                if a2 < end and text[a2] == ":" and not (a2 + 1 < end and text[a2 + 1] == ":") and not (a2 > 0 and text[a2 - 1] == ":") and a2 not in ternary:
                     kws.append((ws2, m2.start(), a2))
             return ws, kws, None
         return None
@@ -512,11 +564,41 @@ def mask_objc(text: str) -> str:
             buf.blank(at, m.end())
         elif word in ("autoreleasepool", "try", "finally", "synchronized"):
             buf.blank(at, m.end())
-        else:  # @catch, @"str", @[...], @{...}, @1, @YES: drop the '@'
+        elif word == "[":  # @[a, b] array literal -> {a, b} braced list
+            close = _match_bracket(text, at + 1, skip)
             buf.blank(at, at + 1)
+            if close > 0:
+                buf.put(at + 1, "{")
+                buf.put(close, "}")
+        elif word == "{":  # @{k : v, ...} dictionary literal -> {k , v, ...}
+            close = _match_brace(text, at + 1, skip)
+            buf.blank(at, at + 1)
+            if close > 0:
+                _colons_to_commas(text, at + 2, close, skip, buf)
+        else:  # @catch, @"str", @1, @YES: drop the '@'
+            buf.blank(at, at + 1)
+    for m in re.finditer(r"@(?=[(\-+])", text):  # boxed expressions @(x), @-1
+        if not skip(m.start()):
+            buf.blank(m.start(), m.start() + 1)
+    for m in re.finditer(r"\(\s*(\^)\s*[A-Za-z_]\w*\s*\)\s*\(", text):  # block types: (^Name)(args) -> (*Name)(args)
+        if not skip(m.start()):
+            buf.put(m.start(1), "*")
     for m in re.finditer(r"\b__(block|weak|strong|unsafe_unretained|autoreleasing)\b", text):
         if not skip(m.start()):
             buf.blank(m.start(), m.end())
+    # blocks with a return type: ^RetType*(args) { -> [](args) { (the type is blanked)
+    for m in re.finditer(r"\^(\s*[A-Za-z_][\w:]*(?:\s*<[^<>;{}()]*>)?[\s*&]*)\(", text):
+        i = m.start()
+        if skip(i):
+            continue
+        prev = _prev_sig(text, i)
+        if prev and (prev.isalnum() or prev in "_)]"):
+            continue  # xor operator
+        close = _match_paren(text, m.end() - 1, skip)
+        if close < 0 or not re.match(r"\s*\{", text[close + 1 : close + 40]) or "\n" in m.group(1):
+            continue
+        buf.blank(i, m.end() - 1)
+        buf.put(i, "[]")
     # blocks: ^() { , ^{ , ^(args) {
     for m in re.finditer(r"\^\s*(\(|\{)", text):
         i = m.start()
