@@ -33,6 +33,7 @@ Each time is the best of ``--repeat`` runs (noise only ever adds time).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -88,10 +89,42 @@ def assemble_realtree(base: Path, site: Path, real: Path) -> Path | None:
 def best(fn, repeat: int) -> float:
     out = float("inf")
     for _ in range(repeat):
+        gc.collect()  # the previous run's garbage is not this run's cost (a CLI run starts clean)
         t = time.perf_counter()
         fn()
         out = min(out, time.perf_counter() - t)
     return out
+
+
+class Phases:
+    """Wall time spent in engine.load_project (read + facts + graph) and in build_graph during one lint()."""
+
+    def __enter__(self):
+        import mpslint.engine as engine
+
+        self.engine = engine
+        self.orig = (engine.load_project, engine.build_graph)
+        self.load = self.graph = 0.0
+
+        def load_project(*a, **k):
+            t = time.perf_counter()
+            try:
+                return self.orig[0](*a, **k)
+            finally:
+                self.load += time.perf_counter() - t
+
+        def build_graph(*a, **k):
+            t = time.perf_counter()
+            try:
+                return self.orig[1](*a, **k)
+            finally:
+                self.graph += time.perf_counter() - t
+
+        engine.load_project, engine.build_graph = load_project, build_graph
+        return self
+
+    def __exit__(self, *exc):
+        self.engine.load_project, self.engine.build_graph = self.orig
 
 
 def discovered(tree: Path):
@@ -101,8 +134,11 @@ def discovered(tree: Path):
     return files
 
 
-def floor_time(tree: Path, repeat: int) -> tuple[float, float, float]:
-    """(parse, yaml load, total) for the files mpslint discovers under ``tree``."""
+def floor_time(tree: Path, repeat: int) -> tuple[float, float, float, float, int]:
+    """(parse, yaml load, parse + yaml, Python walk, nodes walked) for the files mpslint discovers under ``tree``.
+
+    The walk visits every node of the parse trees once from Python (a TreeCursor, no work per node):
+    a lower bound for any analysis written in Python over tree-sitter trees."""
     import tree_sitter_cpp
     import yaml
     from tree_sitter import Language, Parser
@@ -124,9 +160,30 @@ def floor_time(tree: Path, repeat: int) -> tuple[float, float, float]:
         for y in yamls:
             yaml.load(y, Loader=yaml.CSafeLoader)
 
+    def walk_all():
+        n = 0
+        for t in trees:
+            cursor = t.walk()
+            down = True
+            while True:
+                if down and cursor.goto_first_child():
+                    n += 1
+                    continue
+                if cursor.goto_next_sibling():
+                    n += 1
+                    down = True
+                    continue
+                if not cursor.goto_parent():
+                    break
+                down = False
+        nodes[0] = n
+
     p = best(parse_all, repeat)
     y = best(load_all, repeat)
-    return p, y, p + y
+    trees = [parser.parse(b) for b in blobs]
+    nodes = [0]
+    w = best(walk_all, repeat)
+    return p, y, p + y, w, nodes[0]
 
 
 def lint_once(tree: Path, cache_dir: Path | None, jobs: int | None):
@@ -149,17 +206,20 @@ def in_tree(tree: Path):
     return _Cd()
 
 
-def cold_time(tree: Path, work: Path, jobs: int | None, repeat: int) -> float:
-    times = []
+def cold_time(tree: Path, work: Path, jobs: int | None, repeat: int) -> tuple[float, dict]:
+    """Best cold time, and the phases of that run (facts = load_project without the graph; rules = the rest)."""
+    runs = []
     for k in range(repeat):
         cache = work / f"cold-{jobs}-{k}"
         shutil.rmtree(cache, ignore_errors=True)
-        with in_tree(tree):
+        with in_tree(tree), Phases() as ph:
+            gc.collect()
             t = time.perf_counter()
             lint_once(tree, cache, jobs)
-            times.append(time.perf_counter() - t)
+            total = time.perf_counter() - t
+        runs.append((total, {"facts": ph.load - ph.graph, "graph": ph.graph, "rules": total - ph.load}))
         shutil.rmtree(cache, ignore_errors=True)
-    return min(times)
+    return min(runs, key=lambda r: r[0])
 
 
 def one_file_target(tree: Path) -> Path:
@@ -188,15 +248,23 @@ def bench_tree(name: str, tree: Path, work: Path, repeat: int) -> dict:
     files = discovered(tree)
     nbytes = sum(Path(d.fs_path).stat().st_size for d in files)
     row: dict = {"tree": name, "files": len(files), "bytes": nbytes}
-    row["parse"], row["yaml"], row["floor"] = floor_time(tree, repeat)
-    row["cold"] = cold_time(tree, work, None, repeat)
-    row["cold_jobs1"] = cold_time(tree, work, 1, repeat)
+    row["parse"], row["yaml"], row["floor"], row["walk"], row["nodes"] = floor_time(tree, repeat)
+    row["cold"], phases = cold_time(tree, work, None, repeat)
+    row.update({f"cold_{k}": v for k, v in phases.items()})
+    row["cold_jobs1"], phases1 = cold_time(tree, work, 1, repeat)
+    row.update({f"cold_jobs1_{k}": v for k, v in phases1.items()})
     cache = work / f"warm-{name}"
     shutil.rmtree(cache, ignore_errors=True)
     with in_tree(tree):
         result = lint_once(tree, cache, None)
         row["findings"] = len(result.findings)
         row["warm"] = best(lambda: lint_once(tree, cache, None), repeat)
+        with Phases() as ph:
+            gc.collect()
+            t = time.perf_counter()
+            lint_once(tree, cache, None)
+            total = time.perf_counter() - t
+        row.update({"warm_facts": ph.load - ph.graph, "warm_graph": ph.graph, "warm_rules": total - ph.load})
         warm = lint_once(tree, cache, None)
         row["warm_hits"] = warm.project.cache.hits if warm.project.cache is not None else 0
     row["one_file"], row["one_file_path"] = one_file_time(tree, cache, repeat)
@@ -209,7 +277,7 @@ def bench_tree(name: str, tree: Path, work: Path, repeat: int) -> dict:
 def fmt_table(rows: list[dict]) -> str:
     cols = [
         ("tree", "{}"), ("files", "{}"), ("bytes", "{:,}"), ("parse", "{:.3f}"), ("yaml", "{:.3f}"), ("floor", "{:.3f}"),
-        ("cold", "{:.3f}"), ("cold_jobs1", "{:.3f}"), ("warm", "{:.3f}"), ("one_file", "{:.3f}"),
+        ("nodes", "{:,}"), ("walk", "{:.3f}"), ("cold", "{:.3f}"), ("cold_jobs1", "{:.3f}"), ("warm", "{:.3f}"), ("one_file", "{:.3f}"),
         ("cold/floor", "{:.2f}"), ("warm/cold", "{:.2f}"), ("findings", "{}"),
     ]
     head = [c for c, _ in cols]
@@ -217,6 +285,13 @@ def fmt_table(rows: list[dict]) -> str:
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
     lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths))]
     lines += ["  ".join(v.rjust(w) for v, w in zip(b, widths)) for b in body]
+    lines += ["", "phases (s): facts = read + parse + facts (+ cache), graph = build_graph, rules = rules + filtering"]
+    for r in rows:
+        lines.append(
+            f"  {r['tree']:>14}  cold: facts {r['cold_facts']:.3f} graph {r['cold_graph']:.3f} rules {r['cold_rules']:.3f}"
+            f"  | jobs 1: facts {r['cold_jobs1_facts']:.3f}"
+            f"  | warm: facts {r['warm_facts']:.3f} graph {r['warm_graph']:.3f} rules {r['warm_rules']:.3f}"
+        )
     return "\n".join(lines)
 
 
@@ -314,6 +389,7 @@ def main(argv=None) -> int:
         for name, tree in trees:
             print(f"... {name} ({tree})", file=sys.stderr, flush=True)
             rows.append(bench_tree(name, tree, work, a.repeat))
+            print(fmt_table(rows[-1:]).splitlines()[1], file=sys.stderr, flush=True)  # progress
         from mpslint import __version__
 
         print(f"mpslint {__version__}, Python {platform.python_version()}, {platform.system()} {platform.machine()}, "

@@ -205,8 +205,8 @@ def subiter_callees(hosts) -> set[str]:
 LAUNCHERS = ("mtl_dispatch1DJob", "mtl_dispatch2DJob", "mtl_dispatch3DJob", "dispatchThreads", "dispatchThreadgroups")
 EXEC_KERNEL = re.compile(r"^exec_(?:unary|binary|ternary)_kernel\w*$")
 ITER_BUILD = re.compile(r"\bTensorIterator(?:Config|Base)?\b|\b(?:borrowing_)?(?:nullary|unary|binary)_op\s*\(")
-_EMPTY_TEST = re.compile(r"==\s*0\b|\b0\s*==|<=\s*0\b|<\s*1\b|!\s*[A-Za-z_(]|\bis_empty\s*\(|\.\s*empty\s*\(\s*\)")
-_SIZE_WORD = re.compile(r"\b(?:numel|is_empty|empty|size|sizes|nbytes)\s*\(")
+_EMPTY_TEST = re.compile(r"==\s*0\b|\b0\s*==|<=\s*\d+[uUlL]*\b|<\s*[1-9]\d*[uUlL]*\b|!\s*[A-Za-z_(]|\bis_empty\s*\(|\.\s*empty\s*\(\s*\)")
+_SIZE_WORD = re.compile(r"\b(?:numel|is_empty|empty|size|sizes|nbytes|_nnz)\s*\(")
 
 
 def short_name(name: str) -> str:
@@ -243,12 +243,17 @@ def branch_under(fn: Function, stmt: int, anc: int) -> str:
     return fn.stmts[child].branch
 
 
-def branch_returns(fn: Function, if_idx: int, branch: str = "then") -> bool:
-    """The given branch of if-statement ``if_idx`` ends the function (a return or throw in it)."""
+_LOOPS = ("for_statement", "for_range_loop", "while_statement", "do_statement")
+
+
+def branch_returns(fn: Function, if_idx: int, branch: str = "then", skip_loop: bool = False) -> bool:
+    """The given branch of if-statement ``if_idx`` ends the function (a return or throw in it), or, with
+    ``skip_loop``, ends the enclosing loop's iteration (``continue``/``break``)."""
+    exits = ("return_statement", "throw_statement") + (("continue_statement", "break_statement") if skip_loop else ())
     for k, s in enumerate(fn.stmts[if_idx + 1 :], start=if_idx + 1):
         if if_idx not in s.parents:
             break
-        if s.kind in ("return_statement", "throw_statement") and branch_under(fn, k, if_idx) == branch:
+        if s.kind in exits and branch_under(fn, k, if_idx) == branch:
             return True
         if branch == "then" and THROWING.search(s.text) and branch_under(fn, k, if_idx) == "then":
             return True
@@ -266,25 +271,29 @@ def is_empty_test(cond: str, sizes: set[str] = frozenset()) -> bool:
         return False
     if _SIZE_WORD.search(cond):
         return True
-    return any(re.search(r"(?<![\w.])" + re.escape(v) + r"\s*(?:==|<=|<)\s*[01]\b|!\s*" + re.escape(v) + r"\b", cond) for v in sizes)
+    return any(re.search(r"(?<![\w.])" + re.escape(v) + r"\s*(?:==\s*0|<=\s*\d+|<\s*[1-9]\d*)[uUlL]*\b|!\s*" + re.escape(v) + r"\b", cond) for v in sizes)
 
 
 def is_nonempty_test(cond: str, sizes: set[str] = frozenset()) -> bool:
-    """``cond`` is true only for a non-empty tensor: ``x.numel() > 0``, ``x.numel() != 0``, ``if (numel)``."""
+    """``cond`` is true only for a non-empty tensor: ``x.numel() > 0``, ``x.numel() != 0``, ``if (numel)``,
+    or a loop condition ``n > 0`` over a size local."""
     if re.search(r"\bnumel\s*\(\s*\)\s*(?:>|!=)\s*0\b", cond) or re.fullmatch(r"\s*(?:if\s*)?\(\s*[\w.\->]+\s*(?:\.|->)\s*numel\s*\(\s*\)\s*\)\s*", cond):
         return True
     return any(re.search(r"(?<![\w.])" + re.escape(v) + r"\s*(?:>|!=)\s*0\b", cond) or re.fullmatch(r"\s*(?:if\s*)?\(\s*" + re.escape(v) + r"\s*\)\s*", cond) for v in sizes)
 
 
-def empty_guarded(fn: Function, stmt: int) -> bool:
+def empty_guarded(fn: Function, stmt: int, extra: set[str] = frozenset()) -> bool:
     """An empty-tensor guard dominates statement ``stmt``: an earlier ``if (x.numel() == 0) return;`` in an
     enclosing scope, an enclosing ``if (x.numel() > 0)``, the else-branch of an emptiness test, or a
-    ``TORCH_CHECK(x.numel() > 0, ...)`` before it."""
+    ``TORCH_CHECK(x.numel() > 0, ...)`` before it. ``extra``: more names that hold a size (the variables a
+    launch is sized by, such as a ``steps`` parameter)."""
     if stmt < 0:
         return False
-    sizes = size_locals(fn)
+    sizes = size_locals(fn) | set(extra)
     anc = set(ancestors(fn, stmt))
     for i, s in enumerate(fn.stmts[:stmt]):
+        if s.kind in _LOOPS and i in anc and is_nonempty_test(s.text.split(";")[1] if s.text.count(";") >= 2 else s.text, sizes):
+            return True  # for (n = x.numel(); n > 0; ...) { launch }
         if s.kind != "if_statement":
             continue
         if i in anc:
@@ -294,8 +303,10 @@ def empty_guarded(fn: Function, stmt: int) -> bool:
             if br == "else" and is_empty_test(s.text, sizes):
                 return True
             continue
-        if set(s.parents) <= anc and is_empty_test(s.text, sizes) and branch_returns(fn, i, "then"):
-            return True
+        if set(s.parents) <= anc and is_empty_test(s.text, sizes):
+            in_loop = bool(s.parents) and fn.stmts[s.parents[-1]].kind in _LOOPS
+            if branch_returns(fn, i, "then", skip_loop=in_loop):
+                return True
     for c in fn.calls:
         if 0 <= c.stmt < stmt and c.name.startswith("TORCH_CHECK") and c.args and set(ancestors(fn, c.stmt)) <= anc:
             if is_nonempty_test(c.args[0].text, sizes):
@@ -318,19 +329,60 @@ def registered_functions(hosts) -> set[str]:
     return {r.function for facts in hosts.values() for r in facts.stub_registrations}
 
 
-def all_callers(fn_name: str, sites, registered: set[str], pred, depth: int = 3, seen: frozenset = frozenset()) -> bool:
+def unreachable(fn: Function, path: str, sites, registered: set[str], escaping: set[str]) -> bool:
+    """A function no visible code reaches: ``static`` (or a helper handed out as a value) with no call site in
+    its file and no stub registration. Its launches run only if something we cannot see calls it."""
+    name = short_name(fn.name)
+    if name in registered or fn.kind == "impl_func" or visible_sites(sites, fn, path):
+        return False
+    return is_static(fn) or name in escaping
+
+
+def escaping_functions(hosts) -> set[str]:
+    """Functions whose name is used as a value inside some function (``&fn``, a template argument
+    ``helper<T, fn<T>>(...)``): they have callers the call sites do not show."""
+    names = {short_name(fn.name) for facts in hosts.values() for fn in facts.functions}
+    out: set[str] = set()
+    for facts in hosts.values():
+        for fn in facts.functions:
+            for s in fn.stmts:
+                for m in re.finditer(r"(?<![\w.>:])([A-Za-z_]\w*)\s*(?:<[^<>();]*>)?(?=\s*[^\w\s(<])", s.text):
+                    if m.group(1) in names and m.group(1) != short_name(fn.name):
+                        out.add(m.group(1))
+    return out
+
+
+def is_static(fn: Function) -> bool:
+    return bool(re.search(r"\bstatic\b", fn.qualifiers))
+
+
+def visible_sites(sites, fn: Function, path: str | None) -> list[tuple[str, Function, Call]]:
+    """Call sites of ``fn`` other than its own recursion; for a ``static`` function only those in its file."""
+    name = short_name(fn.name)
+    out = [(p, f, c) for p, f, c in sites.get(name, []) if f is not fn]
+    if path is not None and is_static(fn):
+        out = [(p, f, c) for p, f, c in out if p == path]
+    return out
+
+
+def all_callers(fn_name: str, sites, registered: set[str], pred, depth: int = 3, seen: frozenset = frozenset(), fn: Function | None = None, path: str | None = None) -> bool:
     """Every call site of ``fn_name`` satisfies ``pred(path, caller, call)`` or sits in a caller for which this
-    holds in turn (up to ``depth`` levels). False when there is no call site or the function is a stub."""
+    holds in turn (up to ``depth`` levels). False when there is no call site or the function is a stub.
+    Recursive calls (from ``fn`` itself, or from a function of the same name when ``fn`` is not given) are
+    not call sites; a ``static`` ``fn`` (given with its ``path``) is only called from its own file."""
     name = short_name(fn_name)
     if name in registered or name in seen or depth <= 0:
         return False
-    calls = [(p, f, c) for p, f, c in sites.get(name, []) if short_name(f.name) != name]
+    if fn is not None:
+        calls = visible_sites(sites, fn, path)
+    else:
+        calls = [(p, f, c) for p, f, c in sites.get(name, []) if short_name(f.name) != name]
     if not calls:
         return False
     for p, f, c in calls:
         if pred(p, f, c):
             continue
-        if not all_callers(f.name, sites, registered, pred, depth - 1, seen | {name}):
+        if not all_callers(f.name, sites, registered, pred, depth - 1, seen | {name}, fn=f, path=p):
             return False
     return True
 

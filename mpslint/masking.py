@@ -172,7 +172,9 @@ class Attribute:
     text: str  # inner text, e.g. ``buffer(0)`` or ``host_name("abs_float")``
 
 
-_ATTR = re.compile(r"\[\[(.*?)\]\]", re.S)
+# ``[[`` ... the next ``]]``, not across another ``[[`` (an attribute never holds one): linear even when a
+# file has thousands of ``[[`` and no ``]]`` (``.*?`` scanned to the end of the file from each of them)
+_ATTR = re.compile(r"\[\[([^\[\]]*(?:(?:\[(?!\[)|\](?!\]))[^\[\]]*)*)\]\]")
 _METAL_QUALIFIERS = re.compile(r"\b(kernel|vertex|fragment|METAL_FUNC|METAL_CONST_FUNC|METAL_PURE|C10_METAL_FUNC)\b(?=\s+[A-Za-z_])")
 _METHOD_SPACE = re.compile(r"\)\s*\b(device|constant|threadgroup|thread)\b(?=\s*(?:const\b|\{|;|->|=|noexcept\b))")
 _IF_CONSTEXPR = re.compile(r"\bIF_CONSTEXPR\b(?=\s*\()")

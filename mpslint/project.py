@@ -169,6 +169,12 @@ def build_graph(project: Project) -> DispatchGraph:
             if not targets:
                 node = graph.add(f"impl:{path}:{reg.function}", "impl", path=path, name=reg.function, span=reg.span, mpsgraph=False, origin="stub-target", function=None)
                 targets = [node]
+                # a function a registration macro made: its launches were read from the macro's expansion
+                for ref in hf.kernel_refs:
+                    if ref.function == reg.function and reg.span.start <= ref.span.start < reg.span.end:
+                        kid = f"kref:{path}:{ref.span.start}:{ref.literal}"
+                        graph.add(kid, "kref", ref=ref, path=path)
+                        graph.link(node, kid, "launches")
             for t in targets:
                 graph.link(sid, t, "registered_by", span=reg.span, path=path, macro=reg.macro)
     # Metal ops and kernels

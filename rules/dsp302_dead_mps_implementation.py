@@ -6,7 +6,8 @@ Flags an MPS implementation that no `native_functions.yaml` entry reaches any mo
 operations file, whose name no dispatch key of the yaml names, no stub registration points to, and
 nothing else in the tree calls, declares or references — while the op it is named after (`x`) is still
 in the yaml. Also flags the `#include <ATen/ops/x_native.h>` left behind for it when nothing else in the
-file uses what that header declares.
+file uses what that header declares (reported on its own when the op now reaches MPS through a shared
+kernel, the mark of a finished migration).
 
 The rule only looks at functions named like dispatch targets (`..._mps`, `..._mps_`) and at
 `TORCH_IMPL_FUNC`s, only when the yaml holds MPS dispatch entries, and only for ops the yaml knows.
@@ -93,8 +94,8 @@ class DeadMpsImplementation(Rule):
                 self,
                 inc.path,
                 inc.span,
-                f"`#include <{inc.header}>` is left behind: nothing in this file implements or calls what it declares "
-                f"for `{inc.family}` any more; delete the include.",
+                f"`#include <{inc.header}>` is left behind: `{inc.family}` reaches MPS through a shared kernel now and nothing "
+                f"in this file implements or calls what the header declares; delete the include.",
                 fix=Fix(f"Delete `#include <{inc.header}>`", (ctx.edit(inc.path, ia, ib, ""),), "unsafe"),
                 op=inc.family,
             )

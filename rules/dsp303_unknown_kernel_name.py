@@ -11,7 +11,9 @@ includes `<ATen/native/mps/X_metallib.h>` (PyTorch's marker of the bundled libra
 only when every such `X.metal` is in the tree; a file with its own embedded Metal library (and no bundled
 one) is checked against the tree, embedded source included. A file that uses the bundled library
 without naming its source is not checked: in a partial tree a missing name proves nothing. Names built
-entirely at run time (`fmt::format("{}_{}", name, type)`, a parameter) are not checked.
+entirely at run time (`fmt::format("{}_{}", name, type)`, a parameter) are not checked, nor names the
+Metal text mentions in a way mpslint cannot expand (an unknown `REGISTER_*(name, ...)` macro, a
+`name_functor`, a `host_name` string starting with the name).
 
 ## Why is this bad?
 The kernel is looked up by name at run time. A misspelled or never-registered name builds fine and fails
@@ -42,6 +44,7 @@ Guide: *Step 3 — Stub Registration Pattern* ("`"my_op"` matches the functor na
 from __future__ import annotations
 
 import posixpath
+import re
 
 from mpslint.families import metal_source_files, metallib_sources
 from mpslint.model import Severity
@@ -59,6 +62,7 @@ class UnknownKernelName(Rule):
     def check(self, ctx):
         project, graph = ctx.project, ctx.graph
         metal_basenames = {posixpath.basename(p) for p in metal_source_files(project) if p.endswith(".metal")}
+        metal_text = None
         for kid in sorted(graph.nodes("kref")):
             if graph.out(kid, "resolves"):
                 continue
@@ -79,6 +83,10 @@ class UnknownKernelName(Rule):
                 where = "the Metal embedded in this file"
             else:  # a library whose source this tree does not name: absence proves nothing
                 continue
+            if metal_text is None:
+                metal_text = "\n".join(ctx.text(p)[m.base : m.end] for p in sorted(project.metals) for m in project.metals[p])
+            if self._mentioned(metal_text, ref):  # registered by a macro mpslint does not know: not ours to judge
+                continue
             if ref.kind == "op":
                 what = f"op `{literal}`"
                 fix = f"register it (`REGISTER_{ref.call.split('_')[1].upper()}_OP({literal}, float, float);` ...) or correct the name"
@@ -94,3 +102,14 @@ class UnknownKernelName(Rule):
                 f"with \"failed to create pipeline state\"; {fix}.",
                 kernel=literal,
             )
+
+    @staticmethod
+    def _mentioned(metal_text: str, ref) -> bool:
+        """The Metal text names it anyway: a registration-looking macro with the op as first argument
+        (`REGISTER_UNARY_OP_CAST(copy_conj, T)`), its functor, or a string starting with the host name."""
+        name = re.escape(ref.literal)
+        if ref.kind == "op":
+            rx = r"\b[A-Z][A-Z0-9_]*\s*\(\s*" + name + r"\s*[,)]|\bstruct\s+" + name + r"_functor\b"
+        else:
+            rx = '"' + name + ("\"" if ref.exact else "")
+        return re.search(rx, metal_text) is not None

@@ -6,7 +6,8 @@ kernel, `bfloat16` into a kernel with no floating registration at all. The dtype
 read from the checks of the launching function (or, when it has none, of every caller):
 `TORCH_CHECK(isIntegralType(...))`, `TORCH_CHECK(t.scalar_type() == kInt || ...)`, `AT_DISPATCH_*`.
 
-An unchecked launch is not reported (its dtypes are unknown here), and gaps among float, half and
+Dtypes rejected on the way (`TORCH_CHECK(t.scalar_type() != kBool, ...)` in the launching function or
+a caller) are taken out. An unchecked launch is not reported (its dtypes are unknown here), and gaps among float, half and
 bfloat of an op that has some floating registration are left to MTL201, which reports them on the Metal
 side.
 
@@ -38,6 +39,9 @@ Guide: *Binary Kernel Type Registration Macros* and *Checklist* — "Supports re
 
 from __future__ import annotations
 
+import re
+
+from mpslint.facts.host import HOST_DTYPES
 from mpslint.facts.metal import FLOAT_TYPES
 from mpslint.model import Severity
 from mpslint.rule import Rule
@@ -67,6 +71,30 @@ def launch_dtypes(graph, impl: str, depth: int = 0):
     return types, spans
 
 
+_NOT_DTYPE = re.compile(r"(?:scalar_type\(\)|dtype\(\))\s*!=\s*(?:at::|c10::|ScalarType::|kScalarType)*(\w+)")
+
+
+def excluded_dtypes(graph, impl: str, depth: int = 0, seen=None) -> set[str]:
+    """Dtypes rejected on the way to the launch (``TORCH_CHECK(t.scalar_type() != kBool, ...)``) in the
+    launching function or any caller: conservative, they only ever shrink a gap."""
+    seen = set() if seen is None else seen
+    if impl in seen or depth > 3:
+        return set()
+    seen.add(impl)
+    out: set[str] = set()
+    fn = graph.attrs(impl).get("function")
+    if fn is not None:
+        for c in fn.calls:
+            if c.name.startswith("TORCH_CHECK") and c.args:
+                for m in _NOT_DTYPE.finditer(c.args[0].text):
+                    t = HOST_DTYPES.get(m.group(1))
+                    if t:
+                        out.add(t)
+    for caller in graph.into(impl, "calls"):
+        out |= excluded_dtypes(graph, caller, depth + 1, seen)
+    return out
+
+
 class DtypeGap(Rule):
     code = "DSP304"
     name = "dtype-gap"
@@ -94,7 +122,7 @@ class DtypeGap(Rule):
                 if got is None:
                     continue
                 admitted, filters = got
-                gap = admitted - registered - {"double"}
+                gap = admitted - registered - {"double"} - excluded_dtypes(graph, impl)
                 if registered & set(FLOAT_TYPES):
                     gap -= set(FLOAT_TYPES)  # MTL201's business
                 if not gap:

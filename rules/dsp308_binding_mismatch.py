@@ -6,13 +6,18 @@ must agree on their slots); the bindings are the function's `mtl_setArgs(enc, ..
 `mtl_setArgs<k>(enc, ...)`, `mtl_setBuffer` / `mtl_setBytes` / `mtl_setArg(enc, x, n)`,
 `bind_iter_tensors(enc, iter, n)` and `[enc setBuffer:... atIndex:n]` / `setBytes:` calls. Flags:
 
-- a `[[buffer(n)]]` slot nothing binds, and a bound slot the kernel has no parameter for;
+- a `[[buffer(n)]]` slot nothing binds, and a bound slot the kernel has no parameter for (a kernel
+  without `[[buffer(n)]]` attributes gets Metal's implicit numbering of its `device`/`constant`
+  parameters);
 - a `device ErrorMessages*` parameter bound to something other than the stream's error buffer
   (`stream->getErrorBuffer()`), or left unbound.
 
 The rule stays silent when it cannot see the whole binding: more than one launch in the function,
 a binding under an `if` or in a loop, a slot that is not a literal, `bind_iter_tensors` without a
 count, `exec_*_kernel` launches (the library binds those itself).
+
+A binding the kernel has no slot for is reported as a warning (Metal ignores it; it usually means the
+kernel lost a parameter or the host binds a stale argument); the other mismatches are errors.
 
 ## Why is this bad?
 Metal does not check the binding against the kernel. An unbound buffer reads garbage or faults the GPU
@@ -41,6 +46,7 @@ Guide: *Working with TensorIterators* (`mtl_setArgs<N>` slots) and *Error Report
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from mpslint.model import Severity
 from mpslint.rule import Rule
@@ -97,6 +103,26 @@ def bindings(fn, after: int):
     return (out, first) if out else None
 
 
+@dataclass(frozen=True)
+class Slot:
+    name: str
+    type: str
+
+
+def kernel_slots(kernel) -> dict[int, Slot]:
+    """Buffer slots of a kernel: its ``[[buffer(n)]]`` parameters, or, when it declares none, Metal's implicit
+    numbering of its ``device``/``constant`` parameters in order."""
+    if kernel.buffers:
+        return {b.index: Slot(b.name, b.type) for b in kernel.buffers}
+    out: dict[int, Slot] = {}
+    for p in kernel.function.params:
+        if p.name in kernel.attributes or "[[" in p.raw:
+            continue
+        if re.search(r"\b(device|constant)\b", p.raw):
+            out[len(out)] = Slot(p.name, p.type)
+    return out
+
+
 class BindingMismatch(Rule):
     code = "DSP308"
     name = "binding-mismatch"
@@ -129,11 +155,13 @@ class BindingMismatch(Rule):
                     kernels += [k for _p, k in ma.get("kernels", [])]
             if not kernels:
                 continue
-            sigs = {tuple((b.index, "ErrorMessages" in b.type) for b in sorted(k.buffers, key=lambda b: b.index)) for k in kernels}
+            sigs = {tuple((i, "ErrorMessages" in b.type) for i, b in sorted(kernel_slots(k).items())) for k in kernels}
             if len(sigs) != 1:
                 continue
             kernel = kernels[0]
-            slots = {b.index: b for b in kernel.buffers}
+            slots = kernel_slots(kernel)
+            if not slots:
+                continue
             got = bindings(fn, ref.span.start)
             if got is None:
                 continue
@@ -150,13 +178,16 @@ class BindingMismatch(Rule):
                     problems.append(f"`{b.name}` [[buffer({k})]] is an ErrorMessages buffer but gets `{bound[k][0]}`, not `stream->getErrorBuffer()`")
             if not problems:
                 continue
+            only_extra = not missing and len(problems) == 1 and extra
             yield ctx.finding(
                 self,
                 a["path"],
                 first.span,
                 f"binding does not match kernel `{kernel.name}` ({len(slots)} buffer parameters, {len(bound)} bound): "
                 + "; ".join(problems)
-                + "; bind exactly the kernel's [[buffer(n)]] slots in order.",
+                + ("; the kernel ignores the extra argument: drop it, or restore the parameter the kernel lost." if only_extra
+                   else "; bind exactly the kernel's [[buffer(n)]] slots in order."),
+                severity=Severity.WARNING if only_extra else None,
                 kernel=kernel.name,
             )
 

@@ -1,7 +1,8 @@
 """
 ## What it does
 Flags a kernel launch driven by a `TensorIterator` (the iterator is bound with `bind_iter_tensors`, or
-its operands, `numel()` or `shape()` feed the launch) in a function that neither checks
+its operands — also through locals such as `auto out = iter.output();` —, `numel()` or `shape()` feed
+the launch) in a function that neither checks
 `iter.can_use_32bit_indexing()` nor recurses over `iter.with_32bit_indexing()`.
 
 ## Why is this bad?
@@ -39,12 +40,15 @@ Add the split above at the top of the function (forward every parameter, see MPS
 through `lib.exec_unary_kernel` / `exec_binary_kernel` / `exec_*_kernel_with_params`, which split
 inside. Not flagged: functions only ever called from a split loop or from callers that check
 `can_use_32bit_indexing()` first, functions that pick a 64-bit kernel variant from
-`can_use_32bit_indexing()`, and launches whose sizes a `TORCH_CHECK` bounds to 32 bits.
+`can_use_32bit_indexing()`, launches whose sizes a `TORCH_CHECK` bounds to 32 bits, and functions
+handed to other code as a value, whose callers cannot be seen.
 
 Guide: *Working with Large Tensors* — "Decompose via `iter.with_32bit_indexing()`".
 """
 
 from __future__ import annotations
+
+import re
 
 from mpslint import hostflow as hf
 from mpslint.model import Severity
@@ -66,6 +70,7 @@ class Missing32BitSplit(Rule):
         sub_callees = {hf.short_name(n) for n in hf.subiter_callees(hosts)}
         sites = hf.call_sites(hosts)
         registered = hf.registered_functions(hosts)
+        escaping = hf.escaping_functions(hosts)
 
         def caller_checks(_path, caller, call) -> bool:
             loops = hf.subiter_loops(caller)
@@ -87,10 +92,12 @@ class Missing32BitSplit(Rule):
                     continue
                 if hf.short_name(fn.name) in sub_callees:
                     continue
-                if self._bounded(fn, launch[0].stmt):
+                if self._bounded(fn, launch[0].stmt, it):
                     continue
-                if hf.all_callers(fn.name, sites, registered, caller_checks):
+                if hf.all_callers(fn.name, sites, registered, caller_checks, fn=fn, path=path):
                     continue
+                if hf.unreachable(fn, path, sites, registered, escaping):
+                    continue  # a static function nothing calls, or one passed as a value: its callers are not visible
                 yield ctx.finding(
                     self,
                     path,
@@ -111,14 +118,16 @@ class Missing32BitSplit(Rule):
         if not launches:
             return None
         for it in iters:
+            rx = hf.whole_tensor_rx([it])
+            names = [it] + list(hf.aliases(fn, rx))  # `auto out = iter.output();` drives the launch as well
             uses = False
             for c in fn.calls:
-                if c.name in _ITER_USERS and any(hf.mentions(a.text, it) for a in c.args):
+                if c.name in _ITER_USERS and any(hf.mentions(a.text, n) for a in c.args for n in names):
                     uses = True
                     break
             if not uses:
                 for c in launches:
-                    if any(hf.mentions(a.text, it) for a in hf.dispatch_size_args(c)):
+                    if any(hf.mentions(a.text, n) for a in hf.dispatch_size_args(c) for n in names):
                         uses = True
                         break
             if uses:
@@ -126,8 +135,9 @@ class Missing32BitSplit(Rule):
         return None
 
     @staticmethod
-    def _bounded(fn, stmt) -> bool:
+    def _bounded(fn, stmt, it) -> bool:
+        """A check before the launch bounds the iterator's (or a tensor's) element count to 32 bits."""
         for g in hf.checks_before(fn, stmt):
-            if hf.LIMIT_TOKENS.search(g):
+            if hf.LIMIT_TOKENS.search(g) and (hf.mentions(g, it) or re.search(r"\bnumel\s*\(", g)):
                 return True
         return False

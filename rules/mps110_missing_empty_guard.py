@@ -32,7 +32,10 @@ TORCH_IMPL_FUNC(lerp_out_mps)(const Tensor& self, const Tensor& end, const Scala
 ## How to fix
 Return early when the output (or the iterator) is empty, before the pipeline state is fetched.
 Launches through `lib.exec_unary_kernel` / `exec_binary_kernel` / `exec_*_kernel_with_params` are fine:
-those skip empty iterators themselves. Launches of a constant-sized grid are not flagged.
+those skip empty iterators themselves. Not flagged either: constant-sized grids (also through locals
+such as `MTLSize grid = MTLSizeMake(1, 1, 1);`), launches inside a loop that skips empty inputs with
+`continue` or runs only while `n > 0`, and functions handed to other code as a value (a template
+argument, a function pointer), whose callers cannot be seen.
 
 Guide: *Checklist* — "Handles empty tensors".
 """
@@ -56,10 +59,24 @@ class MissingEmptyGuard(Rule):
     summary = "Kernel launch reachable with an empty tensor (no `numel() == 0` early return on the path)"
     guide = "Checklist"
 
+    @staticmethod
+    def _constant(fn, text: str, depth: int = 3) -> bool:
+        """``text`` is a constant grid: a literal, ``MTLSizeMake`` of literals, or a local initialised (and
+        only ever assigned) from one."""
+        if _CONST.match(text):
+            return True
+        name = text.strip()
+        if depth <= 0 or not re.fullmatch(r"[A-Za-z_]\w*", name):
+            return False
+        inits = [d.init.text for d in fn.decls if d.name == name and d.init is not None]
+        inits += [a.rhs.text for a in fn.assigns if a.lhs == name]
+        return bool(inits) and all(MissingEmptyGuard._constant(fn, t, depth - 1) for t in inits)
+
     def check(self, ctx):
         hosts = ctx.project.hosts
         sites = hf.call_sites(hosts)
         registered = hf.registered_functions(hosts)
+        escaping = hf.escaping_functions(hosts)
 
         def caller_guards(_path, caller, call) -> bool:
             return hf.empty_guarded(caller, call.stmt)
@@ -71,16 +88,19 @@ class MissingEmptyGuard(Rule):
                     args = hf.dispatch_size_args(call)
                     if call.name in ("dispatchThreads", "dispatchThreadgroups"):
                         args = call.args[:1]  # the grid; the threadgroup size is not what an empty tensor zeroes
-                    if not args or all(_CONST.match(a.text) for a in args):
+                    if not args or all(self._constant(fn, a.text) for a in args):
                         continue
-                    if hf.empty_guarded(fn, call.stmt):
+                    sized_by = {m.group(0) for a in args for m in re.finditer(r"(?<![\w.>])[A-Za-z_]\w*\b(?!\s*[(<:])", a.text)}
+                    if hf.empty_guarded(fn, call.stmt, sized_by):
                         continue
                     launch = call
                     break
                 if launch is None:
                     continue
-                if hf.all_callers(fn.name, sites, registered, caller_guards):
+                if hf.all_callers(fn.name, sites, registered, caller_guards, fn=fn, path=path):
                     continue
+                if hf.unreachable(fn, path, sites, registered, escaping):
+                    continue  # a static function nothing calls, or one passed as a value: its callers are not visible
                 size = ", ".join(a.text for a in (hf.dispatch_size_args(launch) if launch.name.startswith("mtl_") else launch.args[:1]))
                 yield ctx.finding(
                     self,

@@ -27,7 +27,10 @@ runMPSGraph(stream, cachedGraph->graph(), feeds, results);
 ## How to fix
 Drop the explicit wait (use the default `SyncType::COMMIT`/`COMMIT_ADAPTIVE`), keep intermediate
 tensors on the device, and if a host value is truly needed (an output shape), read just that value
-and say so with `// mpslint: ignore[MPS111]`. `.cpu()` copies are reported at `info` severity (an op
+and say so with `// mpslint: ignore[MPS111]`. Not flagged: a wait followed by a direct CPU read of
+GPU memory (`data_ptr`, `[buffer contents]`, `memcpy`, a shared-buffer pointer), as in `.item()`'s own
+implementation, where the wait is the point, and a wait under `if (!non_blocking)`, which the caller
+asked for. `.cpu()` copies are reported at `info` severity (an op
 sometimes needs a host value, such as an output size); those that only feed a check are MPS103's
 business and are not reported here twice.
 
@@ -42,6 +45,8 @@ from mpslint.model import Severity
 from mpslint.rule import Rule, rule_by_code
 
 _OPS_PATH = re.compile(r"(?:^|/)operations/[^/]+\.(?:mm|cpp|h)$")
+# the CPU reads GPU memory itself after the wait (`.item()`'s own implementation, shared-buffer reads): the wait is the point
+_HOST_READ = re.compile(r"\b(?:data_ptr|const_data_ptr|contents|memcpy|getSharedBufferPtr|cpu_ptr)\b")
 
 
 class BlockingSyncInOp(Rule):
@@ -66,6 +71,10 @@ class BlockingSyncInOp(Rule):
                     what = self._blocking(call)
                     if what is None:
                         continue
+                    if call.name != "cpu" and any(_HOST_READ.search(s.text) for s in fn.stmts[call.stmt + 1 :]):
+                        continue
+                    if call.stmt >= 0 and any("non_blocking" in fn.stmts[a].text for a in fn.stmts[call.stmt].parents):
+                        continue  # `if (!non_blocking) wait`: the caller asked for a blocking copy
                     if call.name == "cpu":
                         if call.span.start in reported_by_103 or (checker is not None and checker._cpu_known(fn, call.receiver)):
                             continue

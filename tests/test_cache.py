@@ -217,6 +217,8 @@ def test_output_identical_across_jobs(tmp_path: Path):
     for sub, keep in (("operations", 6), ("kernels", 6)):
         for p in sorted((tree / "aten/src/ATen/native/mps" / sub).iterdir())[keep:]:
             p.unlink()
+    yaml = tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text("\n- func:".join(yaml.read_text().split("\n- func:")[:300]) + "\n")
     for fmt in ("text", "json"):
         base = ["check", ".", "--select", "ALL", "--format", fmt, "--isolated", "--no-cache", "--statistics"]
         rc1, one = cli(base + ["--jobs", "1"], tree)

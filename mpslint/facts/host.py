@@ -162,6 +162,7 @@ def host_facts(path: str, text: str, index: LineIndex) -> HostFacts:
         if len(inv.args) >= 2 and not _in_define(facts.defines, inv.start):
             facts.stub_declarations.append(StubDeclaration(inv.args[-1].strip(), index.span(inv.start, inv.end)))
     _impl_macros(facts, clean, index)
+    _macro_stub_registrations(facts, clean, index)
     for fn in cpp.functions:
         body = text[fn.span.start : fn.span.end]
         if _MPSGRAPH.search(body):
@@ -177,6 +178,32 @@ def host_facts(path: str, text: str, index: LineIndex) -> HostFacts:
 
 def _in_define(defs: dict[str, Define], pos: int) -> bool:
     return any(d.start <= pos < d.end for d in defs.values())
+
+
+_EXEC_IN_MACRO = re.compile(r'\b(exec_(?:unary|binary|ternary)_kernel\w*)\s*\(\s*[\w.>-]+\s*,\s*"(\w+)"')
+
+
+def _macro_stub_registrations(facts: HostFacts, clean: str, index: LineIndex) -> None:
+    """Registrations a file-local macro makes (``REGISTER_UNARY_TI_DISPATCH(abs)`` expanding to a
+    ``static void abs_kernel_mps(...) { lib.exec_unary_kernel(iter, "abs"); }`` and a
+    ``REGISTER_DISPATCH(abs_stub, abs_kernel_mps)``), with the op names the made function launches."""
+    makers = {n: d for n, d in facts.defines.items() if d.params is not None and STUB_MACROS.search(d.body)}
+    if not makers:
+        return
+    rx = re.compile("|".join(re.escape(n) for n in makers))
+    for inv in invocations(clean, rx):
+        if _in_define(facts.defines, inv.start):
+            continue
+        body = expand(makers[inv.name], inv.args)
+        span = index.span(inv.start, inv.end)
+        launched = [(m.group(1), m.group(2)) for m in _EXEC_IN_MACRO.finditer(body)]
+        for sub in invocations(body, STUB_MACROS):
+            if len(sub.args) < 2:
+                continue
+            fn = sub.args[1].lstrip("&").strip().split("::")[-1]
+            facts.stub_registrations.append(StubRegistration(sub.name, sub.args[0], fn, span))
+            for call, name in launched:
+                facts.kernel_refs.append(KernelRef("op", re.escape(name), name, True, fn, span, call))
 
 
 def _impl_macros(facts: HostFacts, clean: str, index: LineIndex) -> None:

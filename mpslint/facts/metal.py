@@ -76,7 +76,9 @@ _NOT_REGISTRATION = re.compile(r"(TORCH_\w+|C10_\w+|static_assert|DEFINE_\w+|IF_
 _REG_NAME = re.compile(r"(REGISTER|INSTANTIATE|INSTANTIATE_\w+|\w*INSTANTIATE\w*|REGISTER_\w+|\w+_REGISTER\w*|\w*_KERNELS?|[A-Z][A-Z0-9_]*)")
 _HOST_NAME_INST = re.compile(
     r"template\s*\[\[\s*host_name\s*\((?P<hn>(?:[^()]|\([^()]*\))*)\)\s*\]\]\s*(?:\[\[\s*kernel\s*\]\]\s*)?(?:kernel\s+)?"
-    r"(?P<ret>[\w:<>\s,*]*?)\s*(?P<fn>(?:::)?[\w:]+?)\s*<(?P<targs>[^;{]*?)>\s*\(",
+    # whitespace inside ``ret`` only between two of its tokens, so a long whitespace run has one parse (it
+    # was matched by three adjacent ``\s`` repetitions: catastrophic backtracking on a blanked-out #define)
+    r"(?P<ret>(?:[\w:<>,*]|(?<=[\w:<>,*])\s+(?=[\w:<>,*]))*?)(?:(?<=[\w:<>,*])\s+)?(?P<fn>(?:::)?[\w:]+?)\s*<(?P<targs>[^;{]*?)>\s*\(",
     re.S,
 )
 

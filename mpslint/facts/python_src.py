@@ -35,12 +35,19 @@ def python_facts(path: str, text: str, index: LineIndex) -> PythonFacts:
     except SyntaxError as e:
         facts.errors.append(FileError(path, e.lineno or 0, f"Python syntax error: {e.msg}"))
         return facts
-    line_offsets = index.starts
+    except (MemoryError, RecursionError):  # CPython's parser gives up on very deep nesting
+        facts.errors.append(FileError(path, 0, "Python source too deeply nested to parse; skipped"))
+        return facts
+    except ValueError as e:  # Python 3.10: "source code string cannot contain null bytes"
+        facts.errors.append(FileError(path, 0, f"Python source could not be parsed: {e}; skipped"))
+        return facts
+    # ast numbers lines as Python's tokenizer splits them: a lone "\r" ends a line too (not for LineIndex)
+    line_offsets = index.starts if "\r" not in text else [0] + [m.end() for m in re.finditer(r"\r\n?|\n", text)]
 
     def off(lineno: int, col: int) -> int:
         # ast columns are UTF-8 byte offsets within the line
-        start = line_offsets[lineno - 1]
-        line = text[start : start + 100000].split("\n", 1)[0]
+        start = line_offsets[min(lineno, len(line_offsets)) - 1]
+        line = re.split(r"[\r\n]", text[start : start + 100000], maxsplit=1)[0]
         return start + len(line.encode("utf-8")[:col].decode("utf-8", "replace"))
 
     strings: dict[str, ast.Constant] = {}

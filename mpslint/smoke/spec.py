@@ -22,6 +22,9 @@ from . import dtypes
 
 _LINE = re.compile(r"//\s*mpslint-smoke:\s*(\S+)(.*)$", re.M)
 _ARG = re.compile(r"^(\d+):(\w+)(?:\[(\d+)\])?=([^!]+?)(!out)?$")
+# The buffers of a spec are made in mpslint's own process (then copied to the sandboxed child): a spec
+# asking for more is refused, never allocated (a spec in a pull request must not exhaust the CI machine).
+MAX_SPEC_BYTES = 256 * 1024 * 1024
 
 
 class SpecError(ValueError):
@@ -73,6 +76,9 @@ def parse(text: str) -> dict[str, LaunchSpecText]:
                     s.args.append(SpecArg(int(am.group(1)), dtypes.lookup(am.group(2)).name,
                                           int(am.group(3)) if am.group(3) else None, am.group(4),
                                           bool(am.group(5))))
+                total = sum((a.count or 1) * dtypes.lookup(a.dtype).size for a in s.args)
+                if total > MAX_SPEC_BYTES:
+                    raise SpecError(f"buffers of {total} bytes exceed the smoke run's limit of {MAX_SPEC_BYTES} bytes")
             for tok in body.split():
                 if tok == "groups":
                     s.mode = 1
