@@ -457,10 +457,19 @@ def _ternary_colons(text: str, start: int, end: int, skip: "_Skipper") -> set[in
     """Positions of depth-0 ``:`` that close a ``?`` (ternaries inside message-send arguments)."""
     out: set[int] = set()
     depth = pending = 0
-    for j in range(start, end):
+    closers = skip.closers(text, "()[]{}")
+    j = start - 1
+    while j + 1 < end:
+        j += 1
         if skip(j):
             continue
         ch = text[j]
+        if ch in "([{" and depth == 0:  # jump over the nested group (linear for nested sends)
+            c = closers.get(j, end)
+            if c >= end:
+                break  # never back at depth 0 before ``end``
+            j = c
+            continue
         if ch in "([{":
             depth += 1
         elif ch in ")]}":

@@ -40,10 +40,12 @@ def facts_in_time(kind: str, text: str, path: str = "fixtures/x"):
         # seed 138 (FillKernel.mm): nested sends, each one re-scanned its whole inside (80 s)
         "[" * 4000 + "a b" + "]" * 4000,
         "void f() { x = " + "[a b:" * 2000 + " c" + "]" * 2000 + "; }\n",
+        # seed 2043739 (narrowing.before.mm): nested keyword sends, each one re-scanned for ternary colons (40 s)
+        "void f() { x = " + "[a b:c ? d : " * 3000 + " e" + "]" * 3000 + "; }\n",
         # many `@available(` without a closing parenthesis
         "@available(" * 5000,
     ],
-    ids=["unmatched-brackets", "unmatched-in-function", "nested-sends", "nested-keyword-sends", "unclosed-available"],
+    ids=["unmatched-brackets", "unmatched-in-function", "nested-sends", "nested-keyword-sends", "nested-ternary-sends", "unclosed-available"],
 )
 def test_objc_masking_is_linear_in_nesting(text):
     facts_in_time("host", text)
