@@ -556,6 +556,13 @@ def mask_objc(text: str) -> str:
     skip = _Skipper(text)
     buf = _Buf(text)
     n = len(text)
+    # @interface / @protocol declarations hold no C++: blank them up to their @end
+    for m in re.finditer(r"^[ \t]*@(interface|protocol)\b(?![^\n]*;)", text, re.M):
+        if skip(m.start()):
+            continue
+        end = re.compile(r"^[ \t]*@end\b", re.M).search(text, m.end())
+        if end is not None:
+            buf.blank(m.start(), end.end())
     # @-keywords and literals
     for m in re.finditer(r"@(autoreleasepool|available|selector|protocol|encode|try|catch|finally|synchronized|\"|\[|\{|[0-9]|YES|NO)", text):
         at = m.start()
