@@ -129,7 +129,54 @@ def add_facts(project: Project, src: SourceFile, facts, linted: bool) -> None:
 
 # ---------------------------------------------------------------- graph
 
+
+class _PrefixIndex:
+    """Names sorted once, so the names sharing a prefix are one bisect away (kernel-name resolution stays linear)."""
+
+    def __init__(self, mapping: dict[str, str]):
+        self.items = sorted(mapping.items())
+        self.keys = [k for k, _ in self.items]
+
+    def with_prefix(self, prefix: str):
+        import bisect
+
+        i = bisect.bisect_left(self.keys, prefix)
+        while i < len(self.items) and self.keys[i].startswith(prefix):
+            yield self.items[i]
+            i += 1
+
 _IMPL_NAME = re.compile(r"^[A-Za-z_]\w*$")
+
+
+_CLASS_HEAD = re.compile(r"\b(?:class|struct)\s+(?:\[\[[^\]]*\]\]\s*)?([A-Za-z_]\w*)[^;{()]*\{")
+
+
+def _enclosing_class(text: str, pos: int) -> str | None:
+    """Name of the class/struct whose body contains ``pos`` (None for a free or out-of-line function)."""
+    best = None
+    for m in _CLASS_HEAD.finditer(text, 0, pos):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += text[i] == "{"
+            depth -= text[i] == "}"
+            i += 1
+        if i > pos:
+            best = m.group(1)  # the innermost enclosing one is found last
+    return best
+
+
+def _other_class(project: Project, call, target: dict) -> bool:
+    """``Foo::getInstance()`` must not resolve to ``Bar::getInstance``: a call qualified by a class name
+    (``MPSDevice::getInstance``) does not reach a same-named method defined inside another class."""
+    fn = target.get("function")
+    if fn is None or fn.kind != "method" or "::" not in call.callee:
+        return False
+    qual = call.callee.rsplit("::", 1)[0].rsplit("::", 1)[-1].split("<", 1)[0]
+    if not qual[:1].isupper():
+        return False  # a namespace (`at::`, `mps::`): nothing to compare
+    src = project.sources.get(target.get("path"))
+    owner = _enclosing_class(src.text, fn.span.start) if src is not None else None
+    return owner is not None and owner != qual
 
 
 def build_graph(project: Project) -> DispatchGraph:
@@ -156,7 +203,7 @@ def build_graph(project: Project) -> DispatchGraph:
             node = f"impl:{path}:{fn.name}"
             for call in fn.calls:
                 for target in by_name.get(call.name, ()):
-                    if target != node:
+                    if target != node and not _other_class(project, call, graph.attrs(target)):
                         graph.link(node, target, "calls")
             for ref in hf.kernel_refs:
                 if ref.function == fn.name and fn.span.start <= ref.span.start < fn.span.end:
@@ -186,25 +233,33 @@ def build_graph(project: Project) -> DispatchGraph:
             mid = graph.add("mop:" + k.name, "mop", name=k.name)
             graph.attrs(mid).setdefault("kernels", []).append((mf.path, k))
     mops = graph.nodes("mop")
+    mop_by_name = {graph.attrs(mid)["name"]: mid for mid in mops}
     host_names: dict[str, str] = {}
     for mid in mops:
         for _path, reg in graph.attrs(mid).get("registrations", []):
             for hn in reg.host_names:
                 host_names[hn] = mid
+    op_index = _PrefixIndex(mop_by_name)
+    hn_index = _PrefixIndex(host_names)
     for kid in graph.nodes("kref"):
         ref = graph.attrs(kid)["ref"]
-        if not ref.literal.strip("_"):  # built entirely at run time (fmt::format("{}_{}", name, type)): names nothing
+        lit = ref.literal
+        if not lit.strip("_"):  # built entirely at run time (fmt::format("{}_{}", name, type)): names nothing
             continue
         rx = re.compile(ref.pattern + r"\Z")
+        # every match starts with the literal prefix, so only names with that prefix are tried
+        prefix = lit if ref.pattern.startswith(re.escape(lit)) else ""
         if ref.kind == "op":
-            for mid in mops:
-                if rx.match(graph.attrs(mid)["name"]):
+            for name, mid in op_index.with_prefix(prefix):
+                if rx.match(name):
                     graph.link(kid, mid, "resolves")
         else:
-            hits = {mid for hn, mid in host_names.items() if rx.match(hn)}
-            for mid in mops:  # kernels named directly, and op families whose host names are generated
-                name = graph.attrs(mid)["name"]
-                if rx.match(name) or (ref.literal and name.startswith(ref.literal.rstrip("_")) and ref.literal.startswith(name)):
+            hits = {mid for hn, mid in hn_index.with_prefix(prefix) if rx.match(hn)}
+            hits |= {mid for name, mid in op_index.with_prefix(prefix) if rx.match(name)}  # kernels named directly
+            base = lit.rstrip("_")
+            for k in range(len(base), len(lit) + 1):  # op families whose host names are generated: "atan2" for "atan2_..."
+                mid = mop_by_name.get(lit[:k])
+                if mid is not None and k:
                     hits.add(mid)
             for mid in sorted(hits):
                 graph.link(kid, mid, "resolves")
