@@ -189,12 +189,7 @@ def check(paths, select, extend_select, ignore, native_functions, config_path, i
             raise
         click.echo(f"mpslint: internal error: {type(e).__name__}: {e}", err=True)
         sys.exit(EXIT_ERROR)
-    for p in result.problems:
-        click.echo(f"mpslint: {p}", err=True)
-    for e in result.errors:
-        click.echo(f"mpslint: {e}", err=True)
-    for e in result.internal_errors:
-        click.echo(f"mpslint: {e.splitlines()[0]}", err=True)
+    report_problems(result)
     color = output is None and sys.stdout.isatty()
     text = get_reporter(fmt)(result, color=color, statistics=statistics)
     if statistics and fmt == "text":
@@ -291,6 +286,16 @@ def _run_fixes(opts, unsafe, show_diff, fmt, output, exit_zero, statistics):
     if result.internal_errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if result.findings and not exit_zero else EXIT_CLEAN)
+
+
+def report_problems(result) -> None:
+    """Missing paths, unusable files and internal errors: one line each on stderr."""
+    for p in result.problems:
+        click.echo(f"mpslint: {p}", err=True)
+    for e in result.errors:
+        click.echo(f"mpslint: {e}", err=True)
+    for e in result.internal_errors:
+        click.echo(f"mpslint: {e.splitlines()[0]}", err=True)
 
 
 def _nothing_linted(result) -> bool:

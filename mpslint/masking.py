@@ -371,6 +371,12 @@ def _prev_sig(text: str, i: int) -> str:
     return text[j]
 
 
+def _is_xor(text: str, i: int) -> bool:
+    """A ``^`` after an operand is the xor operator, not a block."""
+    prev = _prev_sig(text, i)
+    return bool(prev) and (prev.isalnum() or prev in "_)]")
+
+
 def _prev_word(text: str, i: int) -> str:
     j = i - 1
     while j >= 0 and text[j] in " \t\n":
@@ -609,9 +615,8 @@ def mask_objc(text: str) -> str:
         i = m.start()
         if skip(i):
             continue
-        prev = _prev_sig(text, i)
-        if prev and (prev.isalnum() or prev in "_)]"):
-            continue  # xor operator
+        if _is_xor(text, i):
+            continue
         close = _match_paren(text, m.end() - 1, skip)
         if close < 0 or not re.match(r"\s*\{", text[close + 1 : close + 40]) or "\n" in m.group(1):
             continue
@@ -622,9 +627,8 @@ def mask_objc(text: str) -> str:
         i = m.start()
         if skip(i):
             continue
-        prev = _prev_sig(text, i)
-        if prev and (prev.isalnum() or prev in "_)]"):
-            continue  # xor operator
+        if _is_xor(text, i):
+            continue
         if text[i - 1 : i] in _WS and i >= 1:
             buf.put(i - 1, "[]")
         elif text.startswith("^()", i):

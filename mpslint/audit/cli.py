@@ -43,12 +43,9 @@ def audit_cmd(paths, fmt, output, compare_to, native_functions, fail_on_regressi
     except Exception as e:  # never a traceback in CI: one line, exit 2
         click.echo(f"mpslint: internal error: {type(e).__name__}: {e}", err=True)
         sys.exit(EXIT_ERROR)
-    for p in result.problems:
-        click.echo(f"mpslint: {p}", err=True)
-    for e in result.errors:
-        click.echo(f"mpslint: {e}", err=True)
-    for e in result.internal_errors:
-        click.echo(f"mpslint: {e.splitlines()[0]}", err=True)
+    from ..cli import report_problems
+
+    report_problems(result)
     report = audit.to_dict()
     diff = compare(old, report) if old is not None else None
     if fmt == "json":

@@ -242,39 +242,16 @@ def _string_pattern(expr: str, fn: Function, depth: int = 0) -> tuple[str, str, 
             return None
         pieces = re.split(r"\{[^}]*\}", fmt.group(1))
         args = parts[1:]
-        rx, lit, exact = "", "", True
+        parts: list[tuple[str, str, bool] | None] = []
         for k, piece in enumerate(pieces):
-            rx += re.escape(piece)
-            if exact:
-                lit += piece
+            parts.append((re.escape(piece), piece, True))
             if k < len(pieces) - 1:
-                sub = _string_pattern(args[k], fn, depth + 1) if k < len(args) else None
-                if sub is None:
-                    rx += r"\w+"
-                    exact = False
-                else:
-                    rx += sub[0]
-                    if exact:
-                        lit += sub[1]
-                    exact = exact and sub[2]
-        return rx, lit, exact
+                parts.append(_string_pattern(args[k], fn, depth + 1) if k < len(args) else None)
+        return _concat(parts)
     if "+" in expr:
-        from .macros import split_args  # noqa: F401
-
         terms = _split_plus(expr)
         if len(terms) > 1:
-            rx, lit, exact = "", "", True
-            for t in terms:
-                sub = _string_pattern(t, fn, depth + 1)
-                if sub is None:
-                    rx += r"\w+"
-                    exact = False
-                else:
-                    rx += sub[0]
-                    if exact:
-                        lit += sub[1]
-                    exact = exact and sub[2]
-            return rx, lit, exact
+            return _concat([_string_pattern(t, fn, depth + 1) for t in terms])
     sm = re.fullmatch(r"(?:std::)?string\s*\((.*)\)", expr)
     if sm:
         return _string_pattern(sm.group(1), fn, depth + 1)
@@ -289,6 +266,21 @@ def _string_pattern(expr: str, fn: Function, depth: int = 0) -> tuple[str, str, 
                 return _string_pattern(init, fn, depth + 1)
         return None
     return None
+
+
+def _concat(parts: list[tuple[str, str, bool] | None]) -> tuple[str, str, bool]:
+    """Join (regex, literal prefix, exact) pieces; None is a run-time part (``\\w+``) that ends the literal prefix."""
+    rx, lit, exact = "", "", True
+    for sub in parts:
+        if sub is None:
+            rx += r"\w+"
+            exact = False
+            continue
+        rx += sub[0]
+        if exact:
+            lit += sub[1]
+        exact = exact and sub[2]
+    return rx, lit, exact
 
 
 def _split_plus(expr: str) -> list[str]:
