@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import warnings
 import re
 from dataclasses import dataclass, field
 
@@ -31,7 +32,9 @@ class PythonFacts:
 def python_facts(path: str, text: str, index: LineIndex) -> PythonFacts:
     facts = PythonFacts(path)
     try:
-        tree = ast.parse(text)
+        with warnings.catch_warnings():  # the linted file's own warnings (invalid escapes) are not ours to print
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
     except SyntaxError as e:
         facts.errors.append(FileError(path, e.lineno or 0, f"Python syntax error: {e.msg}"))
         return facts
