@@ -232,7 +232,8 @@ class ManualCeilDiv(Rule):
             if open_ < 0:
                 continue
             before = clean[:open_].rstrip()
-            if before and (before[-1].isalnum() or before[-1] in "_>]" or before[-1] in "*/%"):
+            keyword = re.search(r"(?<![\w.>:])(return|case|throw|co_return|else|do)$", before)
+            if before and not keyword and (before[-1].isalnum() or before[-1] in "_>]" or before[-1] in "*/%"):
                 continue  # a call, a cast, a subscript or a product: not a plain (sum) / b
             rs = m.end()
             while rs < len(clean) and clean[rs] in " \t\n":

@@ -17,6 +17,7 @@ from mpslint.model import Edit
 from .conftest import FIXTURES
 
 CASES = sorted(p for p in (FIXTURES / "fixes").glob("*.before.*"))
+TREE_CASES = sorted(p for p in (FIXTURES / "fixes").glob("*.before") if p.is_dir())
 
 
 def _place(case: Path, tmp_path: Path) -> Path:
@@ -95,3 +96,32 @@ def test_fix_refused_when_it_would_break_the_parse(tmp_path, monkeypatch):
 def test_apply_edits_dedupes_identical_insertions():
     e = Edit("f", 0, 0, "#include <x>\n")
     assert apply_edits("a", [e, e]) == "#include <x>\na"
+
+
+def _tree_files(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*")) if p.is_file() and ".mpslint_cache" not in p.parts}
+
+
+@pytest.mark.parametrize("case", TREE_CASES, ids=lambda p: p.name)
+def test_fix_tree_produces_expected_tree(case, tmp_path):
+    """Cross-file fixes on a small tree: DSP301 rewrites the yaml, which leaves the .mm implementation dead
+    (DSP302 deletes it and its include), which leaves the xfail entry stale (DSP306 removes it)."""
+    tree = tmp_path / "tree"
+    shutil.copytree(case, tree)
+    expected = _tree_files(case.with_name(case.name.replace(".before", ".after")))
+    flags = ["--unsafe-fixes"] if case.name.startswith("unsafe_") else []
+    args = ["check", "--isolated", "--select", "ALL", "--no-cache"]
+    before = _tree_files(tree)
+    assert _run([*args, "--diff", *flags, str(tree)]).exit_code == 1
+    assert _tree_files(tree) == before
+    _run([*args, "--fix", *flags, str(tree)])
+    assert _tree_files(tree) == expected
+    _run([*args, "--fix", *flags, str(tree)])
+    assert _tree_files(tree) == expected
+    again = _run([*args, "--diff", *flags, str(tree)])
+    assert again.exit_code == 0 and again.stdout.strip() == ""
+    if flags:  # without --unsafe-fixes nothing of it is applied
+        fresh = tmp_path / "fresh"
+        shutil.copytree(case, fresh)
+        _run([*args, "--fix", str(fresh)])
+        assert _tree_files(fresh) == _tree_files(case)
