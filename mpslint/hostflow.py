@@ -144,6 +144,26 @@ def checks_before(fn: Function, stmt: int) -> list[str]:
     return out
 
 
+# a named limit constant (`kMaxFusedLossNumel`, `MAX_GRID_ELEMS`) compared directly with the value
+_NAMED_BOUND = r"(?:[\w:]*::)?\w*(?:Max|MAX|Limit|LIMIT)\w*"
+
+
+def _expand_locals(fn: Function, stmt: int, text: str, rounds: int = 3) -> str:
+    """``text`` followed by the initialisers of the locals it names (and theirs): `if (use32)` with
+    `use32 = (n - 1) * abs_step <= INT32_MAX` and `abs_step = step < 0 ? -step : step` reads as the bound."""
+    inits = {d.name: d.init.text for d in fn.decls if d.init is not None and 0 <= d.stmt < stmt}
+    seen: set[str] = set()
+    out = text
+    for _ in range(rounds):
+        new = [n for n in re.findall(r"[A-Za-z_]\w*", out) if n in inits and n not in seen]
+        if not new:
+            break
+        for n in new:
+            seen.add(n)
+            out += " ; " + inits[n]
+    return out
+
+
 def guarded(fn: Function, stmt: int, value: str) -> bool:
     """A dominating guard bounds ``value`` (by its text or the tensor it belongs to)."""
     roots = {value}
@@ -152,7 +172,11 @@ def guarded(fn: Function, stmt: int, value: str) -> bool:
         roots.add(m.group(1))
     for g in checks_before(fn, stmt):
         if not LIMIT_TOKENS.search(g):
-            continue
+            if any(re.search(re.escape(r) + r"\s*[<>]=?\s*" + _NAMED_BOUND + r"\b", g) for r in roots):
+                return True
+            g = _expand_locals(fn, stmt, g)
+            if not LIMIT_TOKENS.search(g):
+                continue
         if "can_use_32bit_indexing" in g or any(re.search(r"(?<![\w.])" + re.escape(r) + r"\b", g) for r in roots):
             return True
     return False

@@ -29,6 +29,12 @@ Wrap the value in `c10::checked_convert<T>(value, "T")` (`<c10/util/TypeCast.h>`
 iterator with `with_32bit_indexing()`. The automatic fix rewrites `static_cast<uint32_t>(x)` into
 `c10::checked_convert<uint32_t>(x, "uint32_t")`.
 
+Also counted as bounds: a guard on a product that contains the value (`n * D <= INT32_MAX` bounds `D`), a
+local flag holding such a bound (`use32 = (n - 1) * stride <= INT32_MAX; if (use32) ...`, or
+`canUse32BitIndexMath(t)`), a comparison with a named limit constant (`t.numel() <= kMaxNumel`), and
+`std::min(kChunk, rest)` with a constant that fits. Dimension counts (`t.dim()`, `t.sizes().size()`,
+`iter.ndim()`) are not sizes and are not flagged.
+
 Guide: *Working with Large Tensors* — "Use a checked cast when narrowing".
 """
 
@@ -43,6 +49,39 @@ from mpslint.rule import Rule
 _CHECKED = re.compile(r"checked_convert|safe_downcast|narrow_cast")
 _ITER_SIZE = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:\.|->)\s*(numel|shape|strides|stride|size)\s*\(")
 
+
+# the number of dimensions (`t.dim()`, `t.sizes().size() - 1`): at most a few dozen, never wraps
+_DIM_COUNT = re.compile(r"[\w.\->()\[\]]*?(?:\.|->)(?:dim|ndim|ndimension)\(\)(?:\s*[-+]\s*\d+)?|[\w.\->()\[\]]*?(?:\.|->)(?:sizes|strides)\(\)\s*\.\s*size\(\)(?:\s*[-+]\s*\d+)?")
+
+
+def _min_with_small_constant(fn, text: str) -> bool:
+    """`std::min(max_chunk, total - base)` with `constexpr size_t max_chunk = 0x80000000`: the minimum of anything
+    and a constant that fits in 32 bits fits too (chunked copies bound each piece this way)."""
+    m = re.fullmatch(r"(?:std::)?min\s*(?:<[^<>]*>)?\s*\((.*)\)", text.strip(), re.S)
+    if not m:
+        return False
+    depth, parts, cur = 0, [], ""
+    for ch in m.group(1):
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        depth += ch in "(<[{"
+        depth -= ch in ")>]}"
+        cur += ch
+    parts.append(cur)
+
+    def small(arg: str) -> bool:
+        a = arg.strip()
+        lit = re.fullmatch(r"(0[xX][0-9a-fA-F]+|\d+)[uUlL]*", a)
+        if lit:
+            return int(lit.group(1), 0) <= 0xFFFFFFFF
+        for d in fn.decls:
+            if d.name == a and d.init is not None and re.search(r"\bconst(?:expr)?\b", d.type):
+                return small(d.init.text)
+        return False
+
+    return len(parts) == 2 and any(small(x) for x in parts)
 
 class UncheckedNarrowing(Rule):
     code = "MPS102"
@@ -75,7 +114,7 @@ class UncheckedNarrowing(Rule):
             t = text.strip()
             while t.startswith("(") and t.endswith(")"):
                 t = t[1:-1].strip()
-            if _CHECKED.search(t):
+            if _CHECKED.search(t) or _DIM_COUNT.fullmatch(t) or _min_with_small_constant(fn, t):
                 return None
             if hf.is_size_expr(t):
                 return t
@@ -99,7 +138,7 @@ class UncheckedNarrowing(Rule):
             if not hf.NARROW_TYPES.match(typ):
                 continue
             value = value_of(cast.operand.text)
-            if value is None or safe(cast.stmt, value, cast.stmt):
+            if value is None or safe(cast.stmt, value, cast.stmt) or hf.guarded(fn, cast.stmt, cast.operand.text.strip()):
                 continue
             reported.add(cast.span.start)
             fix = None
@@ -145,7 +184,7 @@ class UncheckedNarrowing(Rule):
             if re.search(r"static_cast|\((?:uint32_t|int32_t|int|uint|unsigned)\)|\b(?:uint32_t|int32_t|int|uint)\s*\(", init):
                 continue  # the explicit cast is reported itself
             value = value_of(init)
-            if value is None or safe(d.stmt, value, d.stmt):
+            if value is None or safe(d.stmt, value, d.stmt) or hf.guarded(fn, d.stmt, init.strip()):
                 continue
             yield ctx.finding(
                 self,

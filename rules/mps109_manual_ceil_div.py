@@ -36,7 +36,7 @@ operands have the same known type, or one is an unsuffixed integer literal and t
 type at least as wide as `int` (it then writes `ceil_div<T>(a, b)`, which computes in the same type
 as the original expression). Otherwise the fix is offered as *unsafe*: `ceil_div` deduces one type
 from both arguments, so mixed types fail to compile until you cast one of them. Macro definitions
-and the definitions of `ceil_div` itself are not flagged.
+and the definitions of ceil-div helpers themselves (`ceil_div`, `ceildiv`, `div_up`, `round_up`) are not flagged.
 
 Guide: *Working with TensorIterators* — "Use `ceil_div`".
 """
@@ -250,7 +250,7 @@ class ManualCeilDiv(Rule):
             if hit is None:
                 continue
             fn = self._function_at(functions, a_abs)
-            if fn is not None and fn.name.split("::")[-1] in ("ceil_div", "round_up", "div_up", "ceil_div_up"):
+            if fn is not None and re.fullmatch(r"(?i)ceil_?div(?:_up)?|round_?up|div_?up", fn.name.split("::")[-1]):
                 continue
             dividend, div_text = hit
             yield self._report(ctx, path, a_abs, b_abs, dividend, div_text, metal, using, fn)

@@ -32,7 +32,8 @@ GPU memory (`data_ptr`, `[buffer contents]`, `memcpy`, a shared-buffer pointer),
 implementation, where the wait is the point, and a wait under `if (!non_blocking)`, which the caller
 asked for. `.cpu()` copies are reported at `info` severity (an op
 sometimes needs a host value, such as an output size); those that only feed a check are MPS103's
-business and are not reported here twice.
+business and are not reported here twice. Not flagged either: a `.cpu()` handed to an `at::` op (an explicit
+CPU fallback, whose result is copied back) and `.cpu().item()` (one value, exactly like `.item()`).
 
 Guide: *Error Reporting from Kernels* — "NEVER copy results to CPU ...; the stall happens every time the op runs".
 """
@@ -80,6 +81,14 @@ class BlockingSyncInOp(Rule):
                             continue
                         if not call.receiver or re.search(r"\.cpu\(\)|\.to\(\s*(at::)?kCPU", call.receiver):
                             continue
+                        text = ctx.project.sources[path].text
+                        if re.match(r"\s*\.\s*item\b", text[call.span.end : call.span.end + 40]):
+                            continue  # `.cpu().item()` reads one value, like `.item()` (MPS103's business)
+                        if any(
+                            c.callee.startswith("at::") and c.span.start < call.span.start and call.span.end <= c.span.end
+                            for c in fn.calls
+                        ):
+                            continue  # `at::op(x.cpu())`: a deliberate CPU fallback, the copy is the algorithm
                     yield ctx.finding(
                         self,
                         path,

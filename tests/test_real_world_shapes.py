@@ -109,3 +109,38 @@ def test_graph_cache_method_itself_is_seen_as_graph_code(tmp_path):
     # without the class qualifier nothing tells the two apart: the call still resolves (no precision loss)
     ops.write_text(OPS.replace("MPSDevice::getInstance()->device()", "getInstance()->device()"), encoding="utf-8")
     assert _classes(root)["ramp_fill_"] == "mixed"
+
+
+STREAM_FILE = """\
+#include <ATen/native/mps/OperationUtils.h>
+namespace at::mps {
+void LaunchRecorder::replay(id<MTLComputeCommandEncoder> encoder) {
+  for (const auto& launch : recorded_) {
+    [encoder setComputePipelineState:launch.pso];
+    [encoder dispatchThreads:MTLSizeMake(launch.grid_x, launch.grid_y, launch.grid_z)
+        threadsPerThreadgroup:MTLSizeMake(launch.group_x, launch.group_y, launch.group_z)];
+  }
+}
+
+void stamp_marker(const at::Tensor& marks, id<MTLComputeCommandEncoder> encoder, id<MTLComputePipelineState> pso) {
+  TORCH_CHECK(marks.is_contiguous(), "stamp_marker: expected contiguous marks");
+  [encoder setComputePipelineState:pso];
+  at::native::mps::mtl_setArgs(encoder, marks);
+  at::native::mps::mtl_dispatch1DJob(encoder, pso, marks.numel());
+}
+} // namespace at::mps
+"""
+
+
+def test_empty_guard_outside_ops_needs_a_tensor(tmp_path):
+    """MPS110 outside native/mps: replaying recorded launches (no tensor in scope) is not an op; a function that
+    sizes its launch from a tensor still is (this half cannot live in a fixture: lintrunner's include patterns
+    stop at native/mps, see tests/test_lintrunner.py)."""
+    from mpslint.engine import LintOptions, lint
+
+    stream = tmp_path / "aten/src/ATen/mps/StreamReplay.mm"
+    stream.parent.mkdir(parents=True)
+    stream.write_text(STREAM_FILE, encoding="utf-8")
+    result = lint(LintOptions(paths=[str(stream)], select=["MPS110"], cwd=tmp_path))
+    lines = sorted(f.span.line for f in result.findings if f.code == "MPS110")
+    assert lines == [15], [(f.code, f.span.line, f.message) for f in result.findings]
