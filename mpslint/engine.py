@@ -11,7 +11,7 @@ from pathlib import Path
 from .config import Config
 from .discovery import Discovered, discover, display_path, find_native_functions
 from .model import FileError, Finding, ParseStats
-from .project import Project, add_facts, build_graph, file_facts, read_source
+from .project import Project, add_facts, build_graph, read_source
 from .rule import Rule, RuleContext, select_rules
 
 

@@ -217,7 +217,6 @@ def _file_scope_depths(text: str, skip: "_Skipper", pre: "_Skipper") -> list[int
     depth_at_line: list[int] = []
     stack: list[bool] = []  # True for a namespace / extern "C" brace
     depth = 0
-    line_start = 0
     depth_at_line.append(0)
     for m in _NL_OR_BRACE.finditer(text):  # the only characters that matter here
         i, ch = m.start(), m.group()

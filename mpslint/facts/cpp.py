@@ -440,11 +440,9 @@ class CppFacts:
         if func is None:
             return None
         template = ""
-        fnode = func
         if func.type == "template_function":
             targs = func.child_by_field_name("arguments")
             template = compact(self.mtext(targs))[1:-1] if targs is not None else ""
-            fnode = func.child_by_field_name("name") or func
         elif func.type == "field_expression":
             fld = func.child_by_field_name("field")
             if fld is not None and fld.type == "template_method":

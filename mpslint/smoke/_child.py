@@ -10,7 +10,6 @@ the process; the parent then knows which launch was running from the last "S" li
 """
 import ctypes
 import json
-import os
 import sys
 import time
 

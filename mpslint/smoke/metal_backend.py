@@ -9,12 +9,9 @@ Only this backend labels results "metal-compiled".
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
