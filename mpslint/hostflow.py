@@ -413,3 +413,59 @@ def all_callers(fn_name: str, sites, registered: set[str], pred, depth: int = 3,
 
 def mentions(text: str, name: str) -> bool:
     return bool(re.search(r"(?<![\w.>])" + re.escape(name) + r"\b", text))
+
+
+# ---------------------------------------------------------------- exhaustive switches (MPS107)
+
+_ENUM_DEF = re.compile(r"\benum\s+(?:class\s+|struct\s+)?([A-Za-z_]\w*)\s*(?::\s*[\w:\s]+?)?\{([^{}]*)\}", re.S)
+_CASE_LABEL = re.compile(r"^case\s+((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)\s*:(?!:)")
+# sentinel enumerators that name no real case: `SIGNPOST_NONE = 0`, `SIGNPOST_COUNT`, `NUM_KINDS`, `kNumKinds`
+# (not `MAX`/`END`/a bare `NONE`: those are often real values, `REDUCE_MAX`, a loss reduction `NONE`)
+_SENTINEL = re.compile(r"\w+_(?:NONE|COUNT)|NUM_\w+|k?Num[A-Z]\w*")
+
+
+def enum_members(texts: Iterable[str]) -> dict[str, list[frozenset[str]]]:
+    """Enumerators of every enum defined in ``texts``: enum name -> one set per definition
+    (``enum class Type { GRAPH, KERNEL };`` -> ``{"Type": [{"GRAPH", "KERNEL"}]}``)."""
+    out: dict[str, list[frozenset[str]]] = {}
+    for text in texts:
+        if "enum" not in text:
+            continue
+        for m in _ENUM_DEF.finditer(text):
+            body = re.sub(r"//[^\n]*|/\*.*?\*/", "", m.group(2), flags=re.S)
+            names = [x.split("=")[0].strip() for x in body.split(",")]
+            names = [n for n in names if n]
+            if names and all(re.fullmatch(r"[A-Za-z_]\w*", n) for n in names):
+                out.setdefault(m.group(1), []).append(frozenset(names))
+    return out
+
+
+def unreachable_default(fn: Function, stmt: int, enums: dict[str, list[frozenset[str]]]) -> bool:
+    """Statement ``stmt`` sits under the ``default:`` label of a ``switch`` whose ``case`` labels name every
+    enumerator of one enum defined in the project (sentinels such as ``X_NONE``/``X_COUNT`` aside): that
+    default guards against an invalid enum value (a corrupt object), not a path any real value takes."""
+    if not enums or not 0 <= stmt < len(fn.stmts):
+        return False
+    for p in fn.stmts[stmt].parents + (stmt,):
+        s = fn.stmts[p]
+        if s.kind != "case_statement" or not s.text.startswith("default") or not s.parents:
+            continue
+        sw = s.parents[-1]
+        labels = []
+        for k, t in enumerate(fn.stmts):
+            if t.kind == "case_statement" and t.parents and t.parents[-1] == sw and not t.text.startswith("default"):
+                m = _CASE_LABEL.match(t.text)
+                if m is None:
+                    break
+                labels.append([x.strip() for x in m.group(1).split("::")])
+        else:
+            if not labels:
+                continue
+            quals = {parts[-2] for parts in labels if len(parts) >= 2}
+            names = {parts[-1] for parts in labels}
+            if len(quals) > 1:
+                continue
+            candidates = enums.get(next(iter(quals)), []) if quals else [m for ms in enums.values() for m in ms]
+            if any({m for m in members if not _SENTINEL.fullmatch(m)} <= names and (quals or names <= members) for members in candidates):
+                return True
+    return False

@@ -179,6 +179,46 @@ def _other_class(project: Project, call, target: dict) -> bool:
     return owner is not None and owner != qual
 
 
+def _top_alternatives(pattern: str) -> list[str]:
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(pattern):
+        if ch == "\\":
+            continue
+        if ch == "(" and (i == 0 or pattern[i - 1] != "\\"):
+            depth += 1
+        elif ch == ")" and pattern[i - 1] != "\\":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            out.append(pattern[start:i])
+            start = i + 1
+    out.append(pattern[start:])
+    return out
+
+
+def _literal_head(pattern: str, depth: int = 0) -> bool:
+    """Every way ``pattern`` can start is a literal of at least three characters (not a run-time ``\\w+``)."""
+    if depth > 4:
+        return False
+    alts = _top_alternatives(pattern)
+    for alt in alts:
+        if alt.startswith("(?:"):
+            close, d = -1, 0
+            for i, ch in enumerate(alt):
+                if ch == "(" and (i == 0 or alt[i - 1] != "\\"):
+                    d += 1
+                elif ch == ")" and alt[i - 1] != "\\":
+                    d -= 1
+                    if d == 0:
+                        close = i
+                        break
+            if close < 0 or not _literal_head(alt[3:close], depth + 1):
+                return False
+            continue
+        if not re.match(r"[A-Za-z0-9]{3}", alt):
+            return False
+    return True
+
+
 def build_graph(project: Project) -> DispatchGraph:
     graph = DispatchGraph()
     graph.natives = project.natives
@@ -244,7 +284,9 @@ def build_graph(project: Project) -> DispatchGraph:
     for kid in graph.nodes("kref"):
         ref = graph.attrs(kid)["ref"]
         lit = ref.literal
-        if not lit.strip("_"):  # built entirely at run time (fmt::format("{}_{}", name, type)): names nothing
+        if not lit.strip("_") and not _literal_head(ref.pattern):
+            # starts with a run-time part (fmt::format("{}_{}", name, type) in a shared launcher): names nothing.
+            # Alternatives that each start with a literal ("(?:cummax|cummin)_\w+") are tried against every name.
             continue
         rx = re.compile(ref.pattern + r"\Z")
         # every match starts with the literal prefix, so only names with that prefix are tried

@@ -4,7 +4,9 @@ Flags an entry of `common_mps.py`'s "not implemented" lists (`UNIMPLEMENTED_XFAI
 `MPS_XFAILLIST`, `MPS_SKIPLIST`) for an op whose MPS path in the tree is now native Metal for the
 dtypes the entry names: every overload of the op that has an MPS path reaches a Metal kernel (through a
 registered stub or an MPS function), none builds an MPSGraph, and the Metal registrations it reaches
-cover the listed dtypes (for an entry with no dtype list, float, half and bfloat).
+cover the listed dtypes (for an entry with no dtype list, float, half and bfloat). A dtype check in the
+op's own implementation (`TORCH_CHECK(isFloatingType(...))`) wins over the registrations: ops that share
+a launch helper with a uint8 kernel but reject uint8 themselves keep their uint8 entry.
 
 The key must name the op as `native_functions.yaml` does (OpInfo variants such as `nn.functional.x`
 are not matched), and the MPS operation sources must be in the tree. Lists kept for other reasons
@@ -74,8 +76,15 @@ def native_metal_dtypes(graph, routes) -> set[str] | None:
             mops = graph.metal_ops_of(impl)
             if not mops:
                 return None
+            reached: set[str] = set()
             for mop in mops:
-                dtypes |= {reg.dtype for _p, reg in graph.attrs(mop).get("registrations", [])}
+                reached |= {reg.dtype for _p, reg in graph.attrs(mop).get("registrations", [])}
+            # the implementation's own dtype check wins over what its kernels are registered for:
+            # `TORCH_CHECK(isFloatingType(...))` before a launch shared with a uint8 op keeps uint8 unimplemented
+            own = graph.attrs(impl).get("dtype_filters") or []
+            if own:
+                reached &= {t for f in own for t in f.dtypes}
+            dtypes |= reached
     return dtypes if seen_mps else None
 
 

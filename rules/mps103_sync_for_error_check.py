@@ -28,7 +28,8 @@ The error surfaces as `c10::AcceleratorError` at the next sync the user already 
 ## How to fix
 Move the check into the kernel with `TORCH_REPORT_ERROR` from `<c10/metal/error.h>`. Not flagged: a
 read whose value also sizes an output, drives a host loop or is passed to a kernel (the sync is needed
-there), and reads of tensors known to be on the CPU.
+there), reads of tensors known to be on the CPU, and reads among a check's message arguments
+(`TORCH_CHECK(false, "failed with code ", info.item<int>())`), which run only once the check has failed.
 
 Guide: *Error Reporting from Kernels* — "NEVER copy results to CPU for the purposes of error checking".
 """
@@ -128,7 +129,8 @@ class SyncForErrorCheck(Rule):
         s = fn.stmts[call.stmt]
         for c in fn.calls:
             if c.stmt == call.stmt and hf.CHECK_CALL.fullmatch(c.name) and c.span.start <= call.span.start < c.span.end:
-                return True
+                # a read among the message arguments runs only when the check has already failed
+                return not any(a.span.start <= call.span.start < a.span.end for a in c.args[1:])
         if s.kind == "if_statement" and s.span.start <= call.span.start < s.span.start + len(s.text) + 8 and hf.then_branch_throws(fn, call.stmt):
             return True
         return False

@@ -33,8 +33,10 @@ dispatch_sync_with_rethrow(stream->queue(), ^() {
 ## How to fix
 Replace `dispatch_sync` with `dispatch_sync_with_rethrow` (the automatic fix does this; it is safe: the
 two take the same arguments and behave the same when nothing throws), or move the throwing calls
-before the block. Not flagged: blocks that only encode (bind, dispatch, profile) and
-`TORCH_INTERNAL_ASSERT_DEBUG_ONLY`, which is compiled out of release builds.
+before the block. Not flagged: blocks that only encode (bind, dispatch, profile),
+`TORCH_INTERNAL_ASSERT_DEBUG_ONLY`, which is compiled out of release builds, and a throw under the
+`default:` of a `switch` whose `case` labels name every enumerator of a project enum (a guard against a
+corrupt value, such as a profiler's "invalid info type" check, not a path any valid value takes).
 
 Guide: not in the guide; PyTorch's own convention (`dispatch_sync_with_rethrow`, `OperationUtils.h`).
 """
@@ -73,6 +75,7 @@ class DispatchSyncWithoutRethrow(Rule):
             for fn in hosts[path].functions:
                 by_name.setdefault(hf.short_name(fn.name), []).append(fn)
         memo: dict[str, str | None] = {}
+        enums = hf.enum_members(ctx.text(path) for path in sorted(hosts))
 
         def thrower(fn, depth=3, seen=frozenset()) -> str | None:
             """What in ``fn`` can throw (a description), or None."""
@@ -80,13 +83,13 @@ class DispatchSyncWithoutRethrow(Rule):
             if key in memo:
                 return memo[key]
             why = None
-            for s in fn.stmts:
-                if s.kind == "throw_statement" or _THROW_STMT.match(s.text):
+            for k, s in enumerate(fn.stmts):
+                if (s.kind == "throw_statement" or _THROW_STMT.match(s.text)) and not hf.unreachable_default(fn, k, enums):
                     why = "`throw`"
                     break
             if why is None:
                 for c in fn.calls:
-                    if _THROWS.match(c.name):
+                    if _THROWS.match(c.name) and not hf.unreachable_default(fn, c.stmt, enums):
                         why = f"`{c.name}`"
                         break
             if why is None and depth > 0:
@@ -111,7 +114,7 @@ class DispatchSyncWithoutRethrow(Rule):
                 for call in fn.calls:
                     if call.name != "dispatch_sync" or call.callee not in ("dispatch_sync", "::dispatch_sync"):
                         continue
-                    why = self._block_throws(fn, call, by_name, thrower)
+                    why = self._block_throws(fn, call, by_name, thrower, enums)
                     if why is None:
                         continue
                     start = text.find("dispatch_sync", call.span.start, call.span.end)
@@ -129,14 +132,14 @@ class DispatchSyncWithoutRethrow(Rule):
                     )
 
     @staticmethod
-    def _block_throws(fn, call, by_name, thrower) -> str | None:
+    def _block_throws(fn, call, by_name, thrower, enums=None) -> str | None:
         inside = [c for c in fn.calls if c is not call and call.span.start < c.span.start and c.span.end <= call.span.end and "dispatch_sync" in c.blocks]
-        stmts = [s for s in fn.stmts if call.span.start < s.span.start and s.span.end <= call.span.end and "dispatch_sync" in s.blocks]
-        for s in stmts:
-            if s.kind == "throw_statement":
+        stmts = [(k, s) for k, s in enumerate(fn.stmts) if call.span.start < s.span.start and s.span.end <= call.span.end and "dispatch_sync" in s.blocks]
+        for k, s in stmts:
+            if s.kind == "throw_statement" and not hf.unreachable_default(fn, k, enums or {}):
                 return "`throw`"
         for c in inside:
-            if _THROWS.match(c.name):
+            if _THROWS.match(c.name) and not hf.unreachable_default(fn, c.stmt, enums or {}):
                 return f"`{c.name}`"
         for c in inside:
             if c.name in _QUIET:

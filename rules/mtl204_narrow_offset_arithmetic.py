@@ -17,9 +17,19 @@ and thread-local arrays, products of small loop counters over dimensions (`d` in
 `for (uint d = 0; d < ndim; ++d)`), and values whose type mpslint cannot see (template types such
 as `index_t`, struct fields of unknown type). One finding per statement, and per product in a function.
 
+**Judged by the host that launches the kernel.** When the linted files include host code, a product
+is reported only if a host function in the tree launches the kernel (directly, or through a device
+helper the kernel calls) and neither it, the helpers it calls nor its callers (two calls either way)
+keep the sizes in range: no `with_32bit_indexing()` split, no `can_use_32bit_indexing()` /
+`canUse32BitIndexMath()` / `offsetsFitIn<uint32_t>()` test or index-width dispatch, no comparison of
+a size with a 32-bit limit (`std::numeric_limits<int32_t>::max()`, `INT_MAX`, `UINT32_MAX`) or a named
+limit (`kMaxFusedLossNumel`). The message names the unbounded launcher. Kernels that no host code in
+the run launches by a name mpslint can resolve are not reported: there is nothing to judge them by.
+When Metal files are linted alone, every unguarded product is reported, marked as such.
+
 Off by default: enable it with `--select MTL204`. Many PyTorch kernels index in 32 bits by design,
-correct because the host splits work with `with_32bit_indexing()` or bounds the sizes, which the
-Metal source cannot show; run it when auditing a kernel for large tensors.
+correct because the host splits work or bounds the sizes; run it when auditing kernels for large
+tensors, together with their host code.
 
 ## Why is this bad?
 A 32-bit product wraps at 2^32 (2^31 for `int`, where overflow is even undefined). With a tensor
@@ -66,6 +76,7 @@ from functools import lru_cache
 from mpslint.model import Severity
 from mpslint.parsing import parse
 from mpslint.rule import Rule
+from mpslint.launchflow import MetalCallIndex, index_range_evidence, launchers
 from mpslint.metalflow import metal_sources
 
 W32, W64, CONST = "w32", "w64", "const"
@@ -303,6 +314,11 @@ class NarrowOffsetArithmetic(Rule):
     def check(self, ctx):
         fields = _struct_fields(ctx)
         seen: set[tuple[str, int]] = set()
+        graph = ctx.graph
+        # with host code in the run, a finding needs a launch that nothing bounds; Metal linted alone: all of them
+        with_hosts = bool(graph.nodes("kref"))
+        calls = MetalCallIndex(ctx.project.all_metal(), ctx.text) if with_hosts else None
+        verdicts: dict[frozenset, str | None] = {}
         for src in metal_sources(ctx):
             text = ctx.text(src.path)
             for fn in src.facts.functions:
@@ -312,7 +328,20 @@ class NarrowOffsetArithmetic(Rule):
                 header = header[: header.find(">") + 1] if header.lstrip().startswith("template") else ""
                 env = _Env(fn, header, fields, text)
                 env.resolve_auto(fn)
-                yield from self._function(ctx, src.path, fn, env, seen)
+                found = list(self._function(ctx, src.path, fn, env, seen))
+                if not found:
+                    continue
+                if calls is None:
+                    note = "no host code was linted with this file to show a bound"
+                else:
+                    mops = frozenset(calls.ops_reaching(fn.name))
+                    if mops not in verdicts:
+                        verdicts[mops] = _unbounded_launch(graph, mops)
+                    note = verdicts[mops]
+                    if note is None:  # not launched from the linted host code, or every launch is bounded
+                        continue
+                for span, what, how in found:
+                    yield self._finding(ctx, src.path, span, what, how, note)
 
     def _function(self, ctx, path, fn, env: _Env, seen):
         # pointers into buffers are buffers too: `constant float* base = in + offset;`
@@ -346,7 +375,7 @@ class NarrowOffsetArithmetic(Rule):
                 seen.add((path, sub.index.span.start))
                 stmts_done.add(sub.stmt)
                 products_done.update(re.sub(r"\s+", "", n) for n in narrow)
-                yield self._finding(ctx, path, sub.index.span, f"`{narrow[0]}` is a 32-bit product inside the index of `{sub.array}[...]`",
+                yield (sub.index.span, f"`{narrow[0]}` is a 32-bit product inside the index of `{sub.array}[...]`",
                                     "compute the offset in `long` (cast one operand: `long(a) * b`)")
         # 2. pointer offsets: T* p = buf + a * b
         for d in fn.decls:
@@ -359,7 +388,7 @@ class NarrowOffsetArithmetic(Rule):
             if narrow and (path, d.init.span.start) not in seen:
                 seen.add((path, d.init.span.start))
                 products_done.update(re.sub(r"\s+", "", n) for n in narrow)
-                yield self._finding(ctx, path, d.init.span, f"`{narrow[0]}` is a 32-bit product in the pointer offset of `{d.name}`",
+                yield (d.init.span, f"`{narrow[0]}` is a 32-bit product in the pointer offset of `{d.name}`",
                                     "compute the offset in `long` (cast one operand: `long(a) * b`)")
         # 3. 32-bit locals computed from products, used to index a buffer
         for d in fn.decls:
@@ -372,7 +401,7 @@ class NarrowOffsetArithmetic(Rule):
             seen.add((path, d.init.span.start))
             what = (f"`{d.name}` is a 32-bit `{_base_type(d.type)}` computed from the 32-bit product `{product}`" if narrow else
                     f"the 64-bit product `{product}` is narrowed into the 32-bit `{_base_type(d.type)} {d.name}`")
-            yield self._finding(ctx, path, d.init.span, what + " and then indexes a buffer", f"declare `{d.name}` as `long`")
+            yield (d.init.span, what + " and then indexes a buffer", f"declare `{d.name}` as `long`")
         # 4. offset += a * b into a 32-bit local
         for a in fn.assigns:
             if a.op not in ("+=", "-=", "*=", "=") or a.lhs not in index_uses or env.types.get(a.lhs) != W32:
@@ -382,17 +411,27 @@ class NarrowOffsetArithmetic(Rule):
             if product is None or (path, a.rhs.span.start) in seen:
                 continue
             seen.add((path, a.rhs.span.start))
-            yield self._finding(ctx, path, a.rhs.span, f"`{a.lhs} {a.op} ...` accumulates the product `{product}` in a 32-bit "
+            yield (a.rhs.span, f"`{a.lhs} {a.op} ...` accumulates the product `{product}` in a 32-bit "
                                 f"`{a.lhs}` that indexes a buffer", f"declare `{a.lhs}` as `long`")
 
-    def _finding(self, ctx, path, span, what, how):
+    def _finding(self, ctx, path, span, what, how, note):
         return ctx.finding(
             self,
             path,
             span,
-            f"{what}; it wraps past 2^32 elements (2^31 for `int`) on large tensors or strides. "
+            f"{what}; it wraps past 2^32 elements (2^31 for `int`) on large tensors or strides ({note}). "
             f"{how[0].upper() + how[1:]}.",
         )
+
+
+def _unbounded_launch(graph, mops) -> str | None:
+    """Why a launch of these kernels is unbounded (names the host function), or None when none is."""
+    for impl in launchers(graph, mops):
+        if index_range_evidence(graph, impl) is None:
+            a = graph.attrs(impl)
+            return (f"launched from `{a.get('name')}` in {a.get('path')}, which neither splits the launch with "
+                    "`with_32bit_indexing()` nor compares the sizes with a 32-bit limit")
+    return None
 
 
 def _runtime_product(text: str, env: _Env) -> str | None:

@@ -163,11 +163,13 @@ def host_facts(path: str, text: str, index: LineIndex) -> HostFacts:
             facts.stub_declarations.append(StubDeclaration(inv.args[-1].strip(), index.span(inv.start, inv.end)))
     _impl_macros(facts, clean, index)
     _macro_stub_registrations(facts, clean, index)
+    funcs = {f.name: f for f in cpp.functions}
+    wrappers = _pipeline_wrappers(cpp.functions)
     for fn in cpp.functions:
         body = text[fn.span.start : fn.span.end]
         if _MPSGRAPH.search(body):
             facts.mpsgraph_functions.add(fn.name)
-        _kernel_refs(facts, fn)
+        _kernel_refs(facts, fn, funcs, wrappers)
         filters = _dtype_filters(fn)
         if filters:
             facts.dtype_filters[fn.name] = filters
@@ -221,11 +223,26 @@ def _impl_macros(facts: HostFacts, clean: str, index: LineIndex) -> None:
             facts.impl_macros.append(ImplMacro(name, inv.name, index.span(inv.start, inv.end), bool(_MPSGRAPH.search(d.body))))
 
 
-def _string_pattern(expr: str, fn: Function, depth: int = 0) -> tuple[str, str, bool] | None:
-    """Turn a kernel-name expression into (regex, literal prefix, exact)."""
+def _string_pattern(expr: str, fn: Function, depth: int = 0, funcs: dict | None = None, at: int | None = None) -> tuple[str, str, bool] | None:
+    """Turn a kernel-name expression into (regex, literal prefix, exact).
+
+    ``funcs`` (the file's functions by name) lets a name come from a helper's ``return`` statements
+    (``gemv_name(dt, nw)``); a conditional ``c ? a : b`` gives an alternation of both names. ``at`` (the
+    offset of the use) picks, among locals of the same name in different blocks, the last one declared before it.
+    """
     expr = expr.strip()
     if depth > 4:
         return None
+    tern = _split_ternary(expr)
+    if tern is not None:
+        return _alternation([_string_pattern(t, fn, depth + 1, funcs, at) for t in tern])
+    cm = re.fullmatch(r"([A-Za-z_]\w*)\s*\((.*)\)", expr, re.S)
+    if cm and funcs and cm.group(1) in funcs and cm.group(1) != fn.name and cm.group(1) not in ("format", "string"):
+        helper = funcs[cm.group(1)]
+        rets = [st.text[len("return"):].strip().rstrip(";").strip() for st in helper.stmts if st.kind == "return_statement"]
+        rets = [r for r in rets if r]
+        if rets:
+            return _alternation([_string_pattern(r, helper, depth + 1, funcs) for r in rets])
     m = re.fullmatch(r'"((?:[^"\\]|\\.)*)"', expr)
     if m:
         return re.escape(m.group(1)), m.group(1), True
@@ -246,26 +263,89 @@ def _string_pattern(expr: str, fn: Function, depth: int = 0) -> tuple[str, str, 
         for k, piece in enumerate(pieces):
             parts.append((re.escape(piece), piece, True))
             if k < len(pieces) - 1:
-                parts.append(_string_pattern(args[k], fn, depth + 1) if k < len(args) else None)
+                parts.append(_string_pattern(args[k], fn, depth + 1, funcs, at) if k < len(args) else None)
         return _concat(parts)
     if "+" in expr:
         terms = _split_plus(expr)
         if len(terms) > 1:
-            return _concat([_string_pattern(t, fn, depth + 1) for t in terms])
+            return _concat([_string_pattern(t, fn, depth + 1, funcs, at) for t in terms])
     sm = re.fullmatch(r"(?:std::)?string\s*\((.*)\)", expr)
     if sm:
-        return _string_pattern(sm.group(1), fn, depth + 1)
+        return _string_pattern(sm.group(1), fn, depth + 1, funcs, at)
     if re.fullmatch(r"[A-Za-z_]\w*", expr):
         for d in reversed(fn.decls):
-            if d.name == expr and d.init is not None:
+            if d.name == expr and d.init is not None and (at is None or d.span.start < at):
                 init = d.init.text
                 if init.startswith("{") and init.endswith("}"):
                     init = init[1:-1]
                 if init.startswith("(") and init.endswith(")"):
                     init = init[1:-1]
-                return _string_pattern(init, fn, depth + 1)
-        return None
+                return _string_pattern(init, fn, depth + 1, funcs, d.span.start)
+        assigned = [a.rhs.text for a in fn.assigns if a.lhs == expr and a.op == "=" and (at is None or a.span.start < at)]
+        if assigned:  # `std::string name; if (...) name = "a"; else name = "b";`
+            return _alternation([_string_pattern(t, fn, depth + 1, funcs, at) for t in assigned])
+        return _from_callers(expr, fn, depth, funcs)
     return None
+
+
+def _from_callers(param: str, fn: Function, depth: int, funcs: dict | None) -> tuple[str, str, bool] | None:
+    """A string parameter named by the callers in the file: ``scan_impl(self, dim, "cumsum")`` -> ``cumsum``.
+
+    Every call of ``fn`` in the file must pass something resolvable at that position; otherwise None.
+    """
+    if not funcs or depth > 2:
+        return None
+    idx = next((i for i, p in enumerate(fn.params) if p.name == param), None)
+    if idx is None or not re.search(r"\bstring\b|\bchar\s*\*|string_view", fn.params[idx].type):
+        return None
+    pats = []
+    for caller in funcs.values():
+        if caller is fn:
+            continue
+        for call in caller.calls:
+            if call.name == fn.name and not call.receiver:
+                if len(call.args) <= idx:
+                    return None
+                pats.append(_string_pattern(call.args[idx].text, caller, depth + 1, funcs, call.span.start))
+    return _alternation(pats)
+
+
+def _split_ternary(expr: str) -> list[str] | None:
+    """``c ? a : b`` at the top level -> [a, b] (None when ``expr`` is not a conditional)."""
+    depth, q = 0, -1
+    in_str = False
+    for i, ch in enumerate(expr):
+        if ch == '"' and (i == 0 or expr[i - 1] != "\\"):
+            in_str = not in_str
+        elif in_str:
+            continue
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and ch == "?" and q < 0:
+            q = i
+        elif depth == 0 and ch == ":" and q >= 0 and expr[i - 1 : i + 1] != "::" and expr[i : i + 2] != "::":
+            return [expr[q + 1 : i], expr[i + 1 :]]
+    return None
+
+
+def _alternation(pats: list[tuple[str, str, bool] | None]) -> tuple[str, str, bool] | None:
+    """Either of several names: one regex, the common literal prefix; None if any is unknown."""
+    if not pats or any(p is None for p in pats):
+        return None
+    uniq = list(dict.fromkeys(pats))
+    if len(uniq) == 1:
+        return uniq[0]
+    lits = [p[1] for p in uniq]
+    k = 0
+    while all(len(x) > k for x in lits) and len({x[k] for x in lits}) == 1:
+        k += 1
+    # a prefix only counts as literal when every alternative's regex starts with it
+    prefix = lits[0][:k]
+    if not all(p[0].startswith(re.escape(prefix)) for p in uniq):
+        prefix = ""
+    return "(?:" + "|".join(p[0] for p in uniq) + ")", prefix, False
 
 
 def _concat(parts: list[tuple[str, str, bool] | None]) -> tuple[str, str, bool]:
@@ -303,16 +383,40 @@ def _split_plus(expr: str) -> list[str]:
     return [t.strip() for t in terms]
 
 
-def _kernel_refs(facts: HostFacts, fn: Function) -> None:
+def _pipeline_wrappers(functions: list[Function]) -> dict[str, int]:
+    """Functions of the file that hand one of their string parameters to a pipeline getter: name -> index.
+
+    ``quantizedPipelineState(device, kernel)`` whose body asks ``newFunctionWithName:`` for ``kernel``.
+    """
+    out: dict[str, int] = {}
+    for fn in functions:
+        strings = [(i, p.name) for i, p in enumerate(fn.params) if p.name and re.search(r"\bstring\b|\bchar\s*\*|NSString", p.type)]
+        if not strings:
+            continue
+        for call in fn.calls:
+            if not (_PIPELINE.fullmatch(call.name) or call.name.startswith("newFunctionWithName")) or not call.args:
+                continue
+            for i, name in strings:
+                if re.search(r"(?<![\w.])" + re.escape(name) + r"\b", call.args[0].text):
+                    out.setdefault(fn.name, i)
+    return out
+
+
+def _kernel_refs(facts: HostFacts, fn: Function, funcs: dict | None = None, wrappers: dict | None = None) -> None:
     for call in fn.calls:
         if _KERNEL_EXEC.fullmatch(call.name) and len(call.args) >= 2:
-            pat = _string_pattern(call.args[1].text, fn)
+            pat = _string_pattern(call.args[1].text, fn, 0, funcs, call.span.start)
             if pat:
                 facts.kernel_refs.append(KernelRef("op", pat[0], pat[1], pat[2], fn.name, call.args[1].span, call.name))
         elif _PIPELINE.fullmatch(call.name) and call.args:
-            pat = _string_pattern(call.args[0].text, fn)
+            pat = _string_pattern(call.args[0].text, fn, 0, funcs, call.span.start)
             if pat:
                 facts.kernel_refs.append(KernelRef("host_name", pat[0], pat[1], pat[2], fn.name, call.args[0].span, call.name))
+        elif wrappers and call.name in wrappers and call.name != fn.name and len(call.args) > wrappers[call.name]:
+            arg = call.args[wrappers[call.name]]
+            pat = _string_pattern(arg.text, fn, 0, funcs, call.span.start)
+            if pat:
+                facts.kernel_refs.append(KernelRef("host_name", pat[0], pat[1], pat[2], fn.name, arg.span, call.name))
 
 
 def _dtype_filters(fn: Function) -> list[DtypeFilter]:
