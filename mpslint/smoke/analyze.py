@@ -25,7 +25,8 @@ ROLE = {
 _ATTR = re.compile(r"\[\[\s*(\w+)\s*(?:\(\s*(\d+)\s*\))?\s*\]\]")
 _KW = re.compile(r"__msl_kernel__\s+void\s+")
 _STR = re.compile(r'"((?:[^"\\]|\\.)*)"')
-_HOST_BACK = re.compile(r"\[\[\s*host_name\s*\(((?:\s*\"(?:[^\"\\]|\\.)*\"\s*)+)\)\s*\]\]\s*$")
+# (one `\s*` between adjacent strings: `(?:\s*"..."\s*)+` backtracks exponentially on long string chains)
+_HOST_BACK = re.compile(r"\[\[\s*host_name\s*\((\s*(?:\"(?:[^\"\\]|\\.)*\"\s*)+)\)\s*\]\]\s*$")
 _LINEMARK = re.compile(r'^#\s*(?:line\s+)?(\d+)\s+"((?:[^"\\]|\\.)*)"')
 
 
@@ -73,6 +74,7 @@ class EntryPoint:
     base: str                      # template (or function) name, e.g. "unary_dense"
     targs: list = field(default_factory=list)   # template arguments as written, e.g. ["float", "exp_functor"]
     origin: SourcePos | None = None
+    ns: tuple = ()                 # namespace the declaration was written in (its parameter types are named there)
 
 
 @dataclass
@@ -244,7 +246,7 @@ def entry_points(ii: str) -> Analysis:
             problems.append((d.host_name or d.name, str(e), d.origin))
             continue
         entries.append(EntryPoint(d.host_name or d.name.split("::")[-1], _qualify(d.name, d.ns), d.params, roles,
-                                  d.name.split("::")[-1], [], d.origin))
+                                  d.name.split("::")[-1], [], d.origin, d.ns))
     for it in insts:
         cands = [d for d in tdefs.get(it.base, []) if len(d.params) == len(it.params)]
         if not cands:
@@ -258,7 +260,7 @@ def entry_points(ii: str) -> Analysis:
             problems.append((it.host_name, str(e), it.origin))
             continue
         fn = it.fnexpr if it.fnexpr.startswith("::") else _qualify(it.fnexpr, it.ns)
-        entries.append(EntryPoint(it.host_name, fn, it.params, roles, it.base, it.targs, it.origin))
+        entries.append(EntryPoint(it.host_name, fn, it.params, roles, it.base, it.targs, it.origin, it.ns))
     seen, uniq = set(), []
     for e in entries:
         if e.host_name in seen:

@@ -84,29 +84,48 @@ def _src_anchor(metal_file: Path) -> Path:
     return Path("src", *[p.strip("/") or "_" for p in parts])
 
 
+def mirror_targets(h: Path, metal_file: Path, roots: list[Path]) -> list[Path]:
+    """Every place inside the build directory where header `h` must appear so that each way of including it
+    finds the rewritten copy before the original (which stays reachable only through -idirafter): under every
+    include root that contains it (`<ATen/native/mps/kernels/X.h>` with roots /tree and /tree/aten/src needs
+    inc1/ATen/...), and beside the mirrored source when it lives in the source's directory ("X.h")."""
+    out = []
+    for i, r in enumerate(roots):
+        try:
+            out.append(Path(f"inc{i}") / h.relative_to(r))
+        except ValueError:
+            continue
+    try:
+        out.append(_src_anchor(metal_file) / h.relative_to(metal_file.resolve().parent))
+    except ValueError:
+        pass
+    return out or [Path("extra") / h.name]
+
+
 def mirror_plan(metal_file: Path, roots: list[Path], headers: list[Path]) -> dict[Path, Path]:
-    """original file -> path inside the build directory."""
-    anchor = _src_anchor(metal_file)
-    src_dir = metal_file.resolve().parent
-    plan = {metal_file.resolve(): anchor / metal_file.name}
+    """original file -> (first) path inside the build directory; see mirror_targets for all of them."""
+    plan = {metal_file.resolve(): _src_anchor(metal_file) / metal_file.name}
     for h in headers:
-        for i, r in enumerate(roots):
-            try:
-                plan[h] = Path(f"inc{i}") / h.relative_to(r)
-                break
-            except ValueError:
-                continue
-        else:
-            try:
-                plan[h] = anchor / h.relative_to(src_dir)
-            except ValueError:
-                plan[h] = Path("extra") / h.name
+        plan[h] = mirror_targets(h, metal_file, roots)[0]
     return plan
+
+
+# the Python that turns a source into the built library: a change in any of them changes what a build means
+_GENERATORS = ("build.py", "rewrite.py", "analyze.py", "trampoline.py", "textutil.py")
+
+
+def generator_digest() -> str:
+    h = hashlib.sha256()
+    for name in _GENERATORS:
+        h.update(name.encode())
+        h.update((Path(__file__).parent / name).read_bytes())
+    return h.hexdigest()
 
 
 def cache_key(metal_file: Path, plan: dict[Path, Path], flags: list[str]) -> str:
     h = hashlib.sha256()
     h.update(toolchain.shim_digest().encode())
+    h.update(generator_digest().encode())
     h.update(toolchain.compiler_version().encode())
     h.update(json.dumps(flags).encode())
     h.update(str(metal_file.resolve()).encode())
@@ -185,11 +204,15 @@ def build(metal_file: Path, *, cache_dir: Path | None = None, headers_root: Path
 def _build_in(work: Path, metal_file: Path, roots: list[Path], plan: dict[Path, Path], cxx: list[str],
               flags: list[str], cache_dir: Path, opt: str, timeout: float, memory_mb: int) -> BuildResult:
     src_path = str(metal_file)
-    for orig, rel in plan.items():
-        dst = work / rel
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        dst.write_text(rewrite_source(orig.read_text(errors="replace"), str(orig)))
     main_rel = plan[metal_file.resolve()]
+    for orig, rel in plan.items():
+        text = rewrite_source(orig.read_text(errors="replace"), str(orig))
+        for target in [rel] if rel == main_rel else mirror_targets(orig, metal_file, roots):
+            dst = work / target
+            if dst.exists():
+                continue
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_text(text)
     incs = ["-I", str(toolchain.SHIM_INCLUDE), "-I", str((work / main_rel).parent)]
     for i, r in enumerate(roots):
         incs += ["-I", str(work / f"inc{i}")]
@@ -219,7 +242,7 @@ def _build_in(work: Path, metal_file: Path, roots: list[Path], plan: dict[Path, 
     if cc.timed_out:
         return BuildResult("error", src_path, message=f"compile timed out after {timeout:.0f}s")
     if cc.returncode != 0 or not so.exists():
-        errs = diagnostics.errors(cc.stderr)
+        errs = drop_trampoline_cascades(diagnostics.errors(cc.stderr))
         if not errs:
             return BuildResult("error", src_path, message=cc.stderr[-4000:] or "compiler failed")
         return BuildResult("compile-error", src_path, diagnostics=errs, message=cc.stderr[-4000:])
@@ -238,6 +261,20 @@ def _build_in(work: Path, metal_file: Path, roots: list[Path], plan: dict[Path, 
             "params": [dict(p, text=e.params[i].text) for i, p in enumerate(ps)],
         })
     return BuildResult("ok", src_path, so="kernels.so", entries=entries, problems=problems)
+
+
+_TRAMPOLINE_MISMATCH = re.compile(r"address of overloaded function '([^']+)' does not match required type")
+
+
+def drop_trampoline_cascades(errs: list) -> list:
+    """A kernel template whose instantiation failed also fails to bind in its trampoline ("address of overloaded
+    function 'k' does not match required type ..."): drop that echo when another error already names `k`.  Alone,
+    it stays (a registration whose parameter list matches no template)."""
+    others = [d for d in errs if not _TRAMPOLINE_MISMATCH.search(d.message)]
+    if not others:
+        return errs
+    text = " ".join(d.message + " " + " ".join(n.message for n in d.notes) for d in others)
+    return [d for d in errs if not (m := _TRAMPOLINE_MISMATCH.search(d.message)) or m.group(1) not in text]
 
 
 def child_command(*args: str) -> list[str]:

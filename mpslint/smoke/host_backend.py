@@ -10,11 +10,14 @@ from . import build, runner, toolchain
 from .api import HOST_LABEL
 
 # Metal features the shim does not provide: a compile error naming one is a gap of the emulation, not a
-# finding about the kernel.
-UNSUPPORTED_NAMES = ("simdgroup_matrix", "simdgroup_load", "simdgroup_store", "simdgroup_multiply",
-                     "float4x4", "float3x3", "float2x2", "half4x4", "texture", "sampler", "imageblock",
+# finding about the kernel.  (simdgroup_matrix and the floatNxM matrix types are emulated now.)
+UNSUPPORTED_NAMES = ("texture", "sampler", "imageblock",
                      "function_constant", "visible_function_table", "intersection", "raytracing", "mesh_grid",
                      "tensor<", "mpp::", "metal::tensor", "execution_simdgroup")
+# bfloat is a class on the host (clang has no conversions between _Float16 and __bf16): `c ? int_value : bf`
+# is ambiguous in C++ where MSL's usual arithmetic conversions give bfloat (see the shim's bfloat comment)
+BFLOAT_TERNARY = ("the host shim's bfloat is a class type, so a conditional mixing bfloat and an integer is "
+                  "ambiguous in host C++ (MSL converts the integer to bfloat)")
 
 
 class HostBackend:
@@ -42,6 +45,8 @@ class HostBackend:
         if str(toolchain.SHIM_DIR) in d.path:
             return "the host shim lacks a Metal feature"
         text = d.message
+        if "conditional expression is ambiguous" in text and "bfloat" in text:
+            return BFLOAT_TERNARY
         for name in UNSUPPORTED_NAMES:
             if name in text:
                 return f"the host shim does not emulate `{name.rstrip('<')}`"

@@ -241,7 +241,6 @@ class _Operand:
 
 def plan_entry(entry: dict, siblings: dict, ref: Reference | None, *, n_dense: int = N_DENSE) -> list[Variant]:
     """All variants (cases) to launch for one entry point; an unlaunchable entry gets one skipped Variant."""
-    import torch
     fam = family_of(entry)
     op = op_name(entry)
     host = entry["host_name"]

@@ -60,6 +60,15 @@ def _b(fn_name: str, **kw) -> Reference:
     return Reference(lambda a, b, **_: getattr(_t(), fn_name)(a, b), name=f"torch.{fn_name}", **kw)
 
 
+def _bf(fn_name: str, **kw) -> Reference:
+    """A binary op torch CPU has no integer kernel for: integer inputs are compared on float32, as the MPS
+    REGISTER_INT2FLOAT registrations compute them."""
+    def fn(a, b, **_):
+        f = [x if (x.is_floating_point() or x.is_complex()) else x.float() for x in (a, b)]
+        return getattr(_t(), fn_name)(*f)
+    return Reference(fn, name=f"torch.{fn_name}", note="integer inputs promoted to float32", **kw)
+
+
 POS = (0.05, 4.0)
 UNIT = (-0.95, 0.95)
 
@@ -122,8 +131,8 @@ _TABLE: dict[str, Reference] = {
                            nonzero=(1,)),
     "remainder": _b("remainder", nonzero=(1,)), "fmod": _b("fmod", nonzero=(1,)),
     "maximum": _b("maximum"), "minimum": _b("minimum"), "fmax": _b("fmax"), "fmin": _b("fmin"),
-    "atan2": _b("atan2"), "copysign": _b("copysign"), "hypot": _b("hypot"), "logaddexp": _b("logaddexp"),
-    "logaddexp2": _b("logaddexp2"), "xlogy": _b("xlogy", domain=[(-4.0, 4.0), POS]),
+    "atan2": _b("atan2"), "copysign": _b("copysign"), "hypot": _b("hypot"), "logaddexp": _bf("logaddexp"),
+    "logaddexp2": _bf("logaddexp2"), "xlogy": _b("xlogy", domain=[(-4.0, 4.0), POS]),
     "xlog1py": _sp("xlog1py", domain=[(-4.0, 4.0), (-0.9, 4.0)]), "nextafter": _b("nextafter"),
     "heaviside": _b("heaviside"), "pow": _b("pow", domain=[POS, (-3.0, 3.0)], integer_domain=[(0, 5), (0, 4)]),
     "bitwise_and": _b("bitwise_and"), "bitwise_or": _b("bitwise_or"), "bitwise_xor": _b("bitwise_xor"),
@@ -132,7 +141,7 @@ _TABLE: dict[str, Reference] = {
     "eq": _b("eq"), "ne": _b("ne"), "lt": _b("lt"), "le": _b("le"), "gt": _b("gt"), "ge": _b("ge"),
     "logical_and": _b("logical_and"), "logical_or": _b("logical_or"), "logical_xor": _b("logical_xor"),
     "zeta": _sp("zeta", domain=[(1.1, 5.0), POS]), "igamma": _sp("gammainc", domain=[POS, POS]),
-    "igammac": _sp("gammaincc", domain=[POS, POS]), "polygamma": None,
+    "igammac": _sp("gammaincc", domain=[POS, POS]),
     "chebyshev_polynomial_t": _sp("chebyshev_polynomial_t", domain=[UNIT, (0.0, 6.0)]),
     "chebyshev_polynomial_u": _sp("chebyshev_polynomial_u", domain=[UNIT, (0.0, 6.0)]),
     "chebyshev_polynomial_v": _sp("chebyshev_polynomial_v", domain=[UNIT, (0.0, 6.0)]),
@@ -143,6 +152,32 @@ _TABLE: dict[str, Reference] = {
     "legendre_polynomial_p": _sp("legendre_polynomial_p", domain=[UNIT, (0.0, 6.0)]),
     "lerp_alpha": Reference(lambda a, b, alpha=0.5, **_: _t().lerp(a, b, alpha), name="torch.lerp",
                             uses_alpha=True),
+    # Metal op names of UnaryKernel.metal that differ from the torch function's name (alpha = the scalar)
+    "angle": _u("angle"), "sqr": _u("square"),
+    "trigamma": Reference(lambda x, **_: _t().polygamma(1, x), name="torch.polygamma(1)", domain=POS),
+    "polygamma": Reference(lambda x, alpha=1, **_: _t().polygamma(int(alpha), x), name="torch.polygamma",
+                           domain=POS, uses_alpha=True),
+    "round_decimals": Reference(lambda x, alpha=0, **_: _t().round(x, decimals=int(alpha)),
+                                name="torch.round(decimals)", uses_alpha=True),
+    "pow_scalar": Reference(lambda x, alpha=1, **_: _t().pow(x, alpha), name="torch.pow(scalar)", domain=POS,
+                            integer_domain=(0, 5), uses_alpha=True),
+    # Metal op names of BinaryKernel.metal that differ from the torch function's name
+    "add_alpha": Reference(lambda a, b, alpha=1, **_: _t().add(a, b, alpha=alpha), name="torch.add",
+                           uses_alpha=True),
+    "sub_alpha": Reference(lambda a, b, alpha=1, **_: _t().sub(a, b, alpha=alpha), name="torch.sub",
+                           uses_alpha=True),
+    "bitwise_left_shift": _b("bitwise_left_shift", integer_domain=[(0, 20), (0, 6)]),
+    "bitwise_right_shift": _b("bitwise_right_shift", integer_domain=[(-20, 20), (0, 6)]),
+    "gcd": _b("gcd"), "lcm": _b("lcm"),
+    "make_complex": _b("complex"), "polar": _b("polar", domain=[POS, (-3.0, 3.0)]),
+    "shifted_chebyshev_polynomial_t": _sp("shifted_chebyshev_polynomial_t", domain=[(0.05, 0.95), (0.0, 6.0)],
+                                          integer_domain=[(0, 1), (0, 6)]),
+    "shifted_chebyshev_polynomial_u": _sp("shifted_chebyshev_polynomial_u", domain=[(0.05, 0.95), (0.0, 6.0)],
+                                          integer_domain=[(0, 1), (0, 6)]),
+    "shifted_chebyshev_polynomial_v": _sp("shifted_chebyshev_polynomial_v", domain=[(0.05, 0.95), (0.0, 6.0)],
+                                          integer_domain=[(0, 1), (0, 6)]),
+    "shifted_chebyshev_polynomial_w": _sp("shifted_chebyshev_polynomial_w", domain=[(0.05, 0.95), (0.0, 6.0)],
+                                          integer_domain=[(0, 1), (0, 6)]),
     # ---- ternary
     "lerp": Reference(lambda a, b, w, **_: _t().lerp(a, b, w), name="torch.lerp"),
     "addcmul": Reference(lambda a, b, c, **_: _t().addcmul(a, b, c), name="torch.addcmul"),

@@ -67,10 +67,15 @@ template <class A, int R> decltype(auto) get_arg(void** b, void** tg, const msl_
   else if constexpr (R == -12) return thread_arg1<D>(c->thread_index_in_threadgroup % 4);
   else return thread_arg1<D>(c->thread_index_in_threadgroup / 4);
 }
-template <auto F, int... R> struct Tramp;
-template <class... A, void (*F)(A...), int... R> struct Tramp<F, R...> {
+// Entry<void(params...), roles...>: the parameter table and the call of one entry point.  The generated
+// `struct __msl_T_n : Entry<...> { static void run(...) { ...&kernel...; } }` takes the kernel's address inside
+// run(), so an instantiation the host cannot form is one error at its registration line and the launch table
+// below still compiles (no cascade of "undeclared __msl_T_n" errors into generated code).
+template <class S, int... R> struct Entry;
+template <class... A, int... R> struct Entry<void(A...), R...> {
   static_assert(sizeof...(A) == sizeof...(R), "role count mismatch");
-  static void run(void** b, void** tg, const msl_rt::ThreadCtx* c) { F(get_arg<A, R>(b, tg, c)...); }
+  template <void (*F)(A...)>
+  static void call(void** b, void** tg, const msl_rt::ThreadCtx* c) { F(get_arg<A, R>(b, tg, c)...); }
   static constexpr int nparams = int(sizeof...(A));
   static inline const msl_rt::ParamInfo info[sizeof...(A) + 1] = {pinfo<A>(R)..., msl_rt::ParamInfo{0, 0, "", 0}};
 };
@@ -89,12 +94,18 @@ def generate(include_name: str, entries: list[EntryPoint]) -> str:
             lines.append(f"#line {e.origin.line} {_c_string(e.origin.path)}")
         ptxt = ", ".join(p.text for p in e.params)
         roles = "".join(f", {r}" for r in e.roles)
-        lines.append(f"static constexpr void (*__msl_fp_{n})({ptxt}) = &{e.fnexpr}; "
-                     f"using __msl_T_{n} = msl_gen::Tramp<__msl_fp_{n}{roles}>;")
+        # declared in the namespace of the registration, where its parameter types were written
+        ns = "::".join(x for x in getattr(e, "ns", ()) if x)
+        lines.append((f"namespace {ns} {{ " if ns else "") +
+                     f"struct __msl_T_{n} : ::msl_gen::Entry<void({ptxt}){roles}> {{ "
+                     "static void run(void** __msl_b, void** __msl_tg, const ::msl_rt::ThreadCtx* __msl_c) { "
+                     f"constexpr void (*__msl_fp)({ptxt}) = &{e.fnexpr}; "
+                     "call<__msl_fp>(__msl_b, __msl_tg, __msl_c); } };" + (" }" if ns else ""))
     lines.append('#line 1 "<mpslint-smoke-table>"')
     lines.append('extern "C" const msl_rt::KernelInfo msl_kernels[] = {')
     for n, e in enumerate(entries):
-        lines.append(f"  {{{_c_string(e.host_name)}, &__msl_T_{n}::run, __msl_T_{n}::nparams, __msl_T_{n}::info}},")
+        t = "::" + "".join(f"{x}::" for x in getattr(e, "ns", ()) if x) + f"__msl_T_{n}"
+        lines.append(f"  {{{_c_string(e.host_name)}, &{t}::run, {t}::nparams, {t}::info}},")
     if not entries:
         lines.append("  {nullptr, nullptr, 0, nullptr},")
     lines.append("};")

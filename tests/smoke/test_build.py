@@ -1,7 +1,6 @@
 """Building: entry points and registration lines, caching, compile errors mapped to the .metal line."""
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 

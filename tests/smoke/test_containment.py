@@ -12,7 +12,6 @@ import os
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import struct
 
-import pytest
 
 from _smoke_helpers import needs_torch
 
@@ -117,3 +116,28 @@ def test_reference_hook_wins_and_survives_errors():
         raise RuntimeError("boom")
     assert reference.resolve("exp", broken).name == "torch.exp"
     assert reference.resolve("definitely_not_an_op") is None
+
+
+def test_compare_complex_half_lanes_and_real_only():
+    import torch
+
+    from mpslint.smoke import compare
+
+    exp = torch.tensor([1.0 + 2.0j, -3.0 + 0.5j], dtype=torch.complex64).to(torch.complex32)
+    lanes = torch.view_as_real(exp).clone()
+    lanes[0, 1] = torch.nextafter(lanes[0, 1].float(), torch.tensor(9.0)).half()  # +1 ulp in the imaginary lane
+    one_ulp = torch.view_as_complex(lanes.float()).to(torch.complex32)
+    assert compare.compare(one_ulp, exp, "half2", (0.0, 0.0)).ok
+    lanes[0, 1] = 2.00390625 * 2  # far off
+    far = torch.view_as_complex(lanes.float()).to(torch.complex32)
+    assert not compare.compare(far, exp, "half2", (0.0, 0.0)).ok
+    # |z| written to both lanes of a complex output: torch's abs is real, only the real lane counts
+    z = torch.tensor([3.0 + 4.0j], dtype=torch.complex64)
+    info: dict = {}
+    from mpslint.smoke.reference import Reference
+
+    e = compare.expected_output(Reference(torch.abs, "abs"), [z], "float2", None, "float2", info)
+    assert info["real_only"] is True
+    got = torch.tensor([5.0 + 5.0j], dtype=torch.complex64)
+    assert compare.compare(got, e, "float2", (1e-6, 1e-6), real_only=True).ok
+    assert not compare.compare(got, e, "float2", (1e-6, 1e-6)).ok

@@ -25,4 +25,6 @@ constexpr int kSlot = 64;
 // *active: bitmask of lanes that reached a simd exchange in the same scheduling round (Metal "active lanes")
 const unsigned char* simd_exchange(const void* v, size_t size, int* lane, int* nlanes, uint64_t* active);
 [[noreturn]] void fail(const char* msg);
+// the calling kernel thread's context (thread/simdgroup indices); fail()s outside a dispatch
+const ThreadCtx* current_ctx();
 }  // namespace msl_rt

@@ -166,6 +166,11 @@ const unsigned char* simd_exchange(const void* v, size_t size, int* lane, int* n
   return g->slots[par].data() + size_t(first) * kSlot;
 }
 
+const ThreadCtx* current_ctx() {
+  if (!g_group || g_group->cur < 0) fail("a kernel-thread builtin was called outside a dispatch");
+  return &g_group->fibers[g_group->cur].ctx;
+}
+
 void fail(const char* msg) {
   g_err = msg;
   if (g_fail_jmp) longjmp(*g_fail_jmp, 1);
