@@ -12,8 +12,8 @@ for Metal code); it decides nothing itself.
   either way) for what keeps element offsets within 32 bits: a ``with_32bit_indexing()`` split, a
   ``can_use_32bit_indexing()``/``canUse32BitIndexMath()``/``offsetsFitIn<uint32_t>()`` test, a dispatch on the
   index width, or a comparison of a size (``numel()``, ``size(d)``, ``num_indices * D``; not a grid
-  dimension) with a 32-bit limit or a named limit (``kMaxFusedLossNumel``)
-  (``std::numeric_limits<int32_t>::max()``, ``INT_MAX``, ``UINT32_MAX``, ...).
+  dimension) with a 32-bit limit (``std::numeric_limits<int32_t>::max()``, ``INT_MAX``, ``UINT32_MAX``, ...)
+  or a named limit (``kMaxFusedLossNumel``).
 """
 
 from __future__ import annotations
