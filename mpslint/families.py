@@ -231,6 +231,38 @@ class LeftoverInclude:
     span: object
 
 
+_WORD = _re.compile(r"\w+")
+
+
+def _mentions(words: set, text: str, name: str) -> bool:
+    """``name`` occurs in ``text`` as a whole word (``words``: the set of ``\\w+`` runs of ``text``)."""
+    if _WORD.fullmatch(name):
+        return name in words
+    return bool(_re.search(r"(?<![\w])" + _re.escape(name) + r"(?![\w])", text))
+
+
+def _mentioned_outside(where: dict, text: str, name: str, skip) -> bool:
+    """``name`` occurs as a whole word in ``text`` outside every (start, end) range of ``skip``."""
+    if _WORD.fullmatch(name):
+        return any(not any(a <= o < b for a, b in skip) for o in where.get(name, ()))
+    body = _blank(text, skip)
+    return bool(_re.search(r"(?<![\w])" + _re.escape(name) + r"(?![\w])", body))
+
+
+def _blank(text: str, ranges) -> str:
+    """``text`` with every (start, end) range replaced by spaces (offsets and length kept)."""
+    out, pos = [], 0
+    for a, b in sorted(ranges):
+        a = max(a, pos)
+        if b <= a:
+            continue
+        out.append(text[pos:a])
+        out.append(" " * (b - a))
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def dead_mps_implementations(project, graph) -> tuple[list[DeadImpl], list[LeftoverInclude], dict]:
     """Implementations in MPS sources that no yaml entry (and nothing else in the tree) reaches, and the
     ``ATen/ops/x_native.h`` includes nothing in their file uses any more.
@@ -264,14 +296,24 @@ def dead_mps_implementations(project, graph) -> tuple[list[DeadImpl], list[Lefto
     # ``nonzero_count_mps`` are not dispatch targets that lost their entry
     cands = [c for c in cands if c[2] != "function" or _device_stem(c[1]) in _conventional_stems(fams[family_prefix(c[1], fams)])]
     dead: list[DeadImpl] = []
-    if cands:
-        names = sorted({c[1] for c in cands}, key=len, reverse=True)
-        rx = _re.compile(r"(?<![\w])(" + "|".join(_re.escape(n) for n in names) + r")(?![\w])")
-        uses: dict[str, list[tuple[str, int]]] = {}
-        for path, hf in project.hosts.items():
+    index: dict[str, tuple[str, dict[str, list[int]]]] = {}  # path -> (code words, identifier -> offsets)
+
+    def word_index(path):
+        if path not in index:
             words = code_words(project.sources[path].text)
-            for m in rx.finditer(words):
-                uses.setdefault(m.group(1), []).append((path, m.start()))
+            where: dict[str, list[int]] = {}
+            for m in _WORD.finditer(words):
+                where.setdefault(m.group(), []).append(m.start())
+            index[path] = (words, where)
+        return index[path]
+
+    if cands:
+        names = {c[1] for c in cands}
+        uses: dict[str, list[tuple[str, int]]] = {}
+        for path in project.hosts:
+            _words, where = word_index(path)
+            for n in names & where.keys():
+                uses.setdefault(n, []).extend((path, o) for o in where[n])
         for path, name, kind, span, a, b in cands:
             others = [(p, o) for p, o in uses.get(name, []) if not (p == path and a <= o < b)]
             if others:  # called, declared or referenced elsewhere in the tree: not ours to call dead
@@ -282,22 +324,19 @@ def dead_mps_implementations(project, graph) -> tuple[list[DeadImpl], list[Lefto
     dying: dict = {}
     for path in operation_sources(project):
         hf = project.hosts[path]
-        text = project.sources[path].text
         words = None
         for inc in hf.includes:
             fam = native_header_family(inc.header)
             if fam is None or fam not in fams:
                 continue
             if words is None:
-                words = code_words(text)
+                words, where = word_index(path)
+                all_words = where.keys()
             here = [d for d in dead if d.path == path]
-            masked = list(words)
-            for d in here:
-                masked[d.start : d.end] = " " * (d.end - d.start)
-            masked[inc.span.start : inc.span.end] = " " * (inc.span.end - inc.span.start)
-            body = "".join(masked)
             declared = names_declared_for(fams[fam])
-            if any(_re.search(r"(?<![\w])" + _re.escape(n) + r"(?![\w])", body) for n in declared):
+            # a name of the op outside the include and the dead code keeps the include
+            skip = [(d.start, d.end) for d in here] + [(inc.span.start, inc.span.end)]
+            if any(_mentioned_outside(where, words, n, skip) for n in declared):
                 continue
             # the file still implements something for this op under a name the yaml (of this version) does not
             # use (``TORCH_IMPL_FUNC(x_out_mps)`` registered with ``m.impl``, ``masked_softmax_mps``): not ours
@@ -305,7 +344,7 @@ def dead_mps_implementations(project, graph) -> tuple[list[DeadImpl], list[Lefto
                 continue
             if any(d.family == fam for d in here):
                 dying[(path, fam)] = inc
-            elif not any(_re.search(r"(?<![\w])" + _re.escape(n) + r"(?![\w])", words) for n in declared if n) and any(
+            elif not any(_mentions(all_words, words, n) for n in declared if n) and any(
                 mps_route(ov, natives.by_name).kind == "shared" for ov in fams[fam]
             ):  # reported as left behind by a migration only when the op now reaches MPS through a shared kernel
                 leftovers_.append(LeftoverInclude(path, inc.header, fam, inc.span))

@@ -338,8 +338,26 @@ def empty_guarded(fn: Function, stmt: int, extra: set[str] = frozenset()) -> boo
     return False
 
 
+# Whole-project indexes several rules ask for in one run: computed once per ``hosts`` mapping (the project's,
+# which does not change during a run; a fix being verified builds a new project and so a new mapping).
+_PROJECT_MEMO: dict[str, tuple[object, object]] = {}
+
+
+def _once_per_hosts(kind: str, hosts, compute):
+    hit = _PROJECT_MEMO.get(kind)
+    if hit is not None and hit[0] is hosts:
+        return hit[1]
+    value = compute(hosts)
+    _PROJECT_MEMO[kind] = (hosts, value)
+    return value
+
+
 def call_sites(hosts) -> dict[str, list[tuple[str, Function, Call]]]:
-    """Short callee name -> every (path, caller, call) that calls it."""
+    """Short callee name -> every (path, caller, call) that calls it (read-only: shared between rules)."""
+    return _once_per_hosts("call_sites", hosts, _call_sites)
+
+
+def _call_sites(hosts) -> dict[str, list[tuple[str, Function, Call]]]:
     out: dict[str, list[tuple[str, Function, Call]]] = {}
     for path in sorted(hosts):
         for fn in hosts[path].functions:
@@ -364,7 +382,11 @@ def unreachable(fn: Function, path: str, sites, registered: set[str], escaping: 
 
 def escaping_functions(hosts) -> set[str]:
     """Functions whose name is used as a value inside some function (``&fn``, a template argument
-    ``helper<T, fn<T>>(...)``): they have callers the call sites do not show."""
+    ``helper<T, fn<T>>(...)``): they have callers the call sites do not show (read-only: shared)."""
+    return _once_per_hosts("escaping", hosts, _escaping_functions)
+
+
+def _escaping_functions(hosts) -> set[str]:
     names = {short_name(fn.name) for facts in hosts.values() for fn in facts.functions}
     out: set[str] = set()
     for facts in hosts.values():

@@ -231,7 +231,10 @@ class ManualCeilDiv(Rule):
             open_ = _match_paren_back(clean, close)
             if open_ < 0:
                 continue
-            before = clean[:open_].rstrip()
+            k = open_ - 1
+            while k >= 0 and clean[k] in " \t\n":
+                k -= 1
+            before = clean[max(0, k - 20) : k + 1]  # enough for the keyword test below and the char before it
             keyword = re.search(r"(?<![\w.>:])(return|case|throw|co_return|else|do)$", before)
             if before and not keyword and (before[-1].isalnum() or before[-1] in "_>]" or before[-1] in "*/%"):
                 continue  # a call, a cast, a subscript or a product: not a plain (sum) / b
