@@ -149,13 +149,15 @@ class DispatchGraph:
         {"mtl_dispatch1DJob", "dispatchThreads", "dispatchThreadgroups", "exec_unary_kernel", "exec_binary_kernel", "exec_ternary_kernel"}
     )
 
-    def reachable_within(self, impl: str, depth: int = 3) -> list[str]:
-        """``impl`` and the tree functions it calls, at most ``depth`` calls away (breadth first)."""
+    def reachable_within(self, impl: str, depth: int = 3, callers: bool = False) -> list[str]:
+        """``impl`` and the tree functions it calls (``callers=True``: that call it), at most ``depth`` calls
+        away (breadth first)."""
+        step = self.into if callers else self.out
         seen, frontier = [impl], [impl]
         for _ in range(depth):
             nxt = []
             for i in frontier:
-                for j in self.out(i, "calls"):
+                for j in step(i, "calls"):
                     if j not in seen:
                         seen.append(j)
                         nxt.append(j)

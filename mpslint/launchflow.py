@@ -108,22 +108,9 @@ def launchers(graph, mops) -> list[str]:
     return out
 
 
-def _callers_within(graph, impl: str, depth: int) -> list[str]:
-    seen, frontier = [impl], [impl]
-    for _ in range(depth):
-        nxt = []
-        for i in frontier:
-            for j in graph.into(i, "calls"):
-                if j not in seen:
-                    seen.append(j)
-                    nxt.append(j)
-        frontier = nxt
-    return seen
-
-
 def index_range_evidence(graph, impl: str, depth: int = 2) -> Evidence | None:
     """What, in ``impl``, its helpers or its callers, keeps the launch's offsets within 32 bits (or None)."""
-    for node in dict.fromkeys(graph.reachable_within(impl, depth) + _callers_within(graph, impl, depth)):
+    for node in dict.fromkeys(graph.reachable_within(impl, depth) + graph.reachable_within(impl, depth, callers=True)):
         attrs = graph.attrs(node)
         fn = attrs.get("function")
         if fn is None:
