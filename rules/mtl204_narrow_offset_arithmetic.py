@@ -17,7 +17,8 @@ and thread-local arrays, products of small loop counters over dimensions (`d` in
 `for (uint d = 0; d < ndim; ++d)`), and values whose type mpslint cannot see (template types such
 as `index_t`, struct fields of unknown type). One finding per statement, and per product in a function.
 
-**Judged by the host that launches the kernel.** When the linted files include host code, a product
+**Judged by the host that launches the kernel.** When the run includes the MPS operation sources
+(`native/mps/operations/*.mm`), a product
 is reported only if a host function in the tree launches the kernel (directly, or through a device
 helper the kernel calls) and neither it, the helpers it calls nor its callers (two calls either way)
 keep the sizes in range: no `with_32bit_indexing()` split, no `can_use_32bit_indexing()` /
@@ -25,7 +26,8 @@ keep the sizes in range: no `with_32bit_indexing()` split, no `can_use_32bit_ind
 a size with a 32-bit limit (`std::numeric_limits<int32_t>::max()`, `INT_MAX`, `UINT32_MAX`) or a named
 limit (`kMaxFusedLossNumel`). The message names the unbounded launcher. Kernels that no host code in
 the run launches by a name mpslint can resolve are not reported: there is nothing to judge them by.
-When Metal files are linted alone, every unguarded product is reported, marked as such.
+When Metal files (or headers) are linted without the operation sources, every unguarded product is
+reported, marked as such.
 
 Off by default: enable it with `--select MTL204`. Many PyTorch kernels index in 32 bits by design,
 correct because the host splits work or bounds the sizes; run it when auditing kernels for large
@@ -76,6 +78,7 @@ from functools import lru_cache
 from mpslint.model import Severity
 from mpslint.parsing import parse
 from mpslint.rule import Rule
+from mpslint.families import operation_sources
 from mpslint.launchflow import MetalCallIndex, index_range_evidence, launchers
 from mpslint.metalflow import metal_sources
 
@@ -315,9 +318,9 @@ class NarrowOffsetArithmetic(Rule):
         fields = _struct_fields(ctx)
         seen: set[tuple[str, int]] = set()
         graph = ctx.graph
-        # with host code in the run, a finding needs a launch that nothing bounds; Metal linted alone: all of them
-        with_hosts = bool(graph.nodes("kref"))
-        calls = MetalCallIndex(ctx.project.all_metal(), ctx.text) if with_hosts else None
+        # with the MPS operation sources in the run (as the DSP rules ask before reasoning about absence), a finding
+        # needs a visible launch that nothing bounds; Metal (or headers) linted without them: every product
+        calls = MetalCallIndex(ctx.project.all_metal(), ctx.text) if operation_sources(ctx.project) else None
         verdicts: dict[frozenset, str | None] = {}
         for src in metal_sources(ctx):
             text = ctx.text(src.path)
@@ -332,7 +335,7 @@ class NarrowOffsetArithmetic(Rule):
                 if not found:
                     continue
                 if calls is None:
-                    note = "no host code was linted with this file to show a bound"
+                    note = "no MPS operation source was linted with this file to show a bound"
                 else:
                     mops = frozenset(calls.ops_reaching(fn.name))
                     if mops not in verdicts:

@@ -89,7 +89,7 @@ def test_metal_alone_reports_every_product(tmp_path):
     marked = {i for i, line in enumerate(src.splitlines(), 1) if "expect: MTL204" in line}
     assert marked <= lines
     assert len(lines) > len(marked)  # the bounded and unlaunched kernels too
-    assert all("no host code was linted" in f.message for f in result.findings)
+    assert all("no MPS operation source was linted" in f.message for f in result.findings)
 
 
 def test_split_ternary_and_alternation():

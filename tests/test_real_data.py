@@ -106,3 +106,12 @@ def test_missing_stub_registration_needs_the_host_side_of_the_metal(real_tree, t
     )
     got = {dict(f.extra)["overload"] for f in lint(LintOptions(paths=[str(tree)], select=["DSP305"])).findings}
     assert {"lgamma.out", "digamma.out", "erfinv.out", "i0.out"} <= got
+
+
+def test_mtl204_on_wheel_headers_without_operation_sources(real_tree):
+    """The wheel has c10/metal and the MPS kernel headers but none of the operation sources that launch them:
+    MTL204 cannot judge a launch there, so it reports every unguarded 32-bit product and says why."""
+    result = lint(LintOptions(paths=[str(real_tree)], select=["MTL204"]))
+    assert not result.internal_errors
+    assert result.findings, "the wheel's headers hold 32-bit index products (reduction_utils.h, SortTopK.h)"
+    assert all("no MPS operation source was linted" in f.message for f in result.findings)
