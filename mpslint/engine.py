@@ -13,6 +13,7 @@ from .discovery import Discovered, discover, display_path, find_native_functions
 from .model import FileError, Finding, ParseStats
 from .project import Project, add_facts, build_graph, read_source
 from .rule import Rule, RuleContext, select_rules
+from .source import SourceFile
 
 
 @dataclass
@@ -77,6 +78,26 @@ def gc_paused():
 
 
 def _load(project: Project, internal: list[str], files, context, overrides, cache, jobs) -> None:
+    entries, errors = read_entries(files, context, overrides, cache, jobs, internal)
+    project.errors.extend(errors)
+    for e in entries:
+        add_facts(project, e.source, e.facts, e.linted)
+    project.graph = build_graph(project)
+
+
+@dataclass
+class Entry:
+    """One file read and analysed: what a project is assembled from (the language server keeps these)."""
+
+    discovered: Discovered
+    linted: bool
+    source: SourceFile
+    facts: object
+
+
+def read_entries(files, context, overrides, cache, jobs, internal: list[str]) -> tuple[list[Entry], list[FileError]]:
+    """Read every file and get its facts (cache or computed, in the order of the files); unusable files
+    are FileErrors, mpslint's own failures go to ``internal``."""
     from .parallel import compute
 
     items = []
@@ -85,47 +106,68 @@ def _load(project: Project, internal: list[str], files, context, overrides, cach
         items.append((d, linted, src, cache.get(src) if cache is not None and not isinstance(src, FileError) else None))
     misses = [src for _d, _l, src, facts in items if facts is None and not isinstance(src, FileError)]
     computed = iter(compute(misses, jobs, cache))
+    entries: list[Entry] = []
+    errors: list[FileError] = []
     for d, linted, src, facts in items:
         if isinstance(src, FileError):
-            project.errors.append(src)
+            errors.append(src)
             continue
         if facts is None:
             status, value = next(computed)
             if status == "recursion":
-                project.errors.append(FileError(d.path, 0, "file too deeply nested to analyse; skipped"))
+                errors.append(FileError(d.path, 0, "file too deeply nested to analyse; skipped"))
                 continue
             if status != "ok":  # a bug in mpslint: say so, keep going with the other files
                 internal.append(f"{d.path}: internal error while reading facts: {value}")
                 continue
             facts = value
-        add_facts(project, src, facts, linted)
-    project.graph = build_graph(project)
+        entries.append(Entry(d, linted, src, facts))
+    return entries, errors
 
 
 def lint(opts: LintOptions) -> LintResult:
     cfg = opts.config
     cwd = (opts.cwd or Path.cwd()).resolve()
     files, problems = discover(opts.paths, cwd, exclude=cfg.excluded if cfg.exclude else None)
-    context: list[Discovered] = []
-    if not any(f.kind == "yaml" for f in files):
-        nf = opts.native_functions or cfg.native_functions
-        nf_path = Path(nf) if nf else find_native_functions(opts.paths)
-        if nf and not Path(nf).is_file():
-            problems.append(f"{nf}: native_functions.yaml not found")
-        elif nf_path is not None:
-            dp = display_path(nf_path, cwd)
-            context.append(Discovered(dp, str(nf_path), "yaml", False))
+    context = context_files(files, opts, cwd, problems)
     project, internal = load_project(files, context, opts.overrides, cache_dir=opts.cache_dir, jobs=opts.jobs)
+    rules = selected_rules(opts)
+    out = check_project(project, rules, cfg, opts.rule_options, internal)
+    return LintResult(out, sorted(project.errors, key=lambda e: (e.path, e.line)), internal, problems, project.stats, project, rules, len(files))
+
+
+def context_files(files: list[Discovered], opts: LintOptions, cwd: Path, problems: list[str]) -> list[Discovered]:
+    """The yaml to read as context when it is not among the linted files (``--native-functions``, the
+    configuration's, or found by walking up from the paths)."""
+    if any(f.kind == "yaml" for f in files):
+        return []
+    nf = opts.native_functions or opts.config.native_functions
+    nf_path = Path(nf) if nf else find_native_functions(opts.paths)
+    if nf and not Path(nf).is_file():
+        problems.append(f"{nf}: native_functions.yaml not found")
+    elif nf_path is not None:
+        return [Discovered(display_path(nf_path, cwd), str(nf_path), "yaml", False)]
+    return []
+
+
+def selected_rules(opts: LintOptions) -> list[type[Rule]]:
+    """The rules a run uses: the command line's selection, else the configuration's (ruff's precedence)."""
+    cfg = opts.config
     # ruff's precedence: a --select on the command line replaces the file's select and ignore
     if opts.select is not None:
-        rules = select_rules(opts.select, opts.extend_select, opts.ignore)
-    else:
-        rules = select_rules(cfg.select, list(cfg.extend_select), list(cfg.ignore))
-        extra = select_rules(["ALL"], (), ()) if opts.extend_select else []
-        rules += [r for r in extra if any(r.code.startswith(s.upper()) for s in opts.extend_select) and r not in rules]
-        rules = [r for r in rules if not any(r.code.startswith(s.upper()) or s.upper() == "ALL" for s in opts.ignore)]
-        rules.sort(key=lambda r: r.code)
-    ctx = RuleContext(project, project.graph, opts.rule_options)
+        return select_rules(opts.select, opts.extend_select, opts.ignore)
+    rules = select_rules(cfg.select, list(cfg.extend_select), list(cfg.ignore))
+    extra = select_rules(["ALL"], (), ()) if opts.extend_select else []
+    rules += [r for r in extra if any(r.code.startswith(s.upper()) for s in opts.extend_select) and r not in rules]
+    rules = [r for r in rules if not any(r.code.startswith(s.upper()) or s.upper() == "ALL" for s in opts.ignore)]
+    rules.sort(key=lambda r: r.code)
+    return rules
+
+
+def check_project(project: Project, rules: list[type[Rule]], cfg: Config, rule_options: dict, internal: list[str]) -> list[Finding]:
+    """Run ``rules`` on a loaded project: the findings on its linted files, minus suppressions and
+    per-file ignores, deduplicated and sorted; a crashing rule is reported in ``internal``."""
+    ctx = RuleContext(project, project.graph, rule_options)
     findings: list[Finding] = []
     with gc_paused():  # rules allocate on top of a heap of facts: a full collection would walk them all
         for cls in rules:
@@ -144,5 +186,4 @@ def lint(opts: LintOptions) -> LintResult:
         if any(f.code.startswith(c) or c == "ALL" for c in ign):
             continue
         kept.setdefault((f.code, f.path, f.span.start, f.span.end, f.message), f)
-    out = sorted(kept.values(), key=Finding.sort_key)
-    return LintResult(out, sorted(project.errors, key=lambda e: (e.path, e.line)), internal, problems, project.stats, project, rules, len(files))
+    return sorted(kept.values(), key=Finding.sort_key)
