@@ -47,7 +47,7 @@ def code_fingerprint() -> str:
     h = hashlib.sha256()
     h.update(f"{__version__}\0{FACTS_SCHEMA}\0".encode())
     pkg = Path(__file__).resolve().parent
-    for p in sorted([*pkg.glob("*.py"), *(pkg / "facts").glob("*.py")]):
+    for p in sorted([*pkg.glob("*.py"), *(pkg / "facts").glob("*.py"), *(pkg / "semantic").glob("*.py")]):
         try:
             h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
         except OSError:

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..model import Span
+from ..semantic.expressions import Node, TreeBuilder
 from ..source import ByteToChar, LineIndex
 
 _WS = re.compile(r"\s+")
@@ -24,6 +25,7 @@ def compact(text: str) -> str:
 class Expr:
     text: str
     span: Span
+    tree: Node | None = field(default=None, compare=False, repr=False)  # the expression tree (semantic model)
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class Call:
     stmt: int  # index of the innermost enclosing statement, -1 outside functions
     message_send: bool  # written as an Objective-C message send
     blocks: tuple[str, ...]  # names of the calls whose block/lambda arguments enclose this call
+    tree: Node | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,9 @@ class Stmt:
     parents: tuple[int, ...]  # enclosing compound statements (if/for/while/...), outermost first
     blocks: tuple[str, ...]
     branch: str = ""  # "then" / "else" for a statement directly inside an if
+    # the statement's expression: an if/while/switch/for condition, a for-range's range, an expression
+    # statement's expression, a return's value (None for declarations and the rest)
+    tree: Node | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,7 @@ class Cast:
     operand: Expr
     span: Span
     stmt: int
+    tree: Node | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,7 @@ class Subscript:
     index: Expr  # what is inside the brackets
     span: Span  # the whole ``array[index]``
     stmt: int
+    tree: Node | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -162,6 +170,11 @@ class CppFacts:
         self._ascii = self.b2c.table is None  # byte offsets are character offsets
         self._spans: dict[tuple[int, int], Span] = {}  # one Span per region (nodes are visited more than once)
         self.functions: list[Function] = []
+        self.trees = TreeBuilder(self)
+        # file scope: `typedef`/`using` aliases, struct fields, `constexpr`/`const` values (semantic model)
+        self.typedefs: dict[str, str] = {}
+        self.structs: dict[str, dict[str, str]] = {}
+        self.constants: dict[str, tuple[str, Node]] = {}
         self._walk_top(tree.root_node)
 
     # ---------------------------------------------------------------- helpers
@@ -188,6 +201,11 @@ class CppFacts:
             return self.masked[node.start_byte : node.end_byte]
         return self.masked[self.off(node.start_byte) : self.off(node.end_byte)]
 
+    def ex(self, node) -> Expr:
+        """The expression fact of ``node``: its compact text, span and tree."""
+        tree = self.trees.build(node)
+        return Expr(tree.text, self.span(node), tree)
+
     # ---------------------------------------------------------------- functions
     def _walk_top(self, root) -> None:
         stack = [root]
@@ -197,12 +215,70 @@ class CppFacts:
             if t == "function_definition":
                 self._function(node)
                 continue  # nested lambdas belong to the function
+            if t in ("type_definition", "alias_declaration", "struct_specifier", "class_specifier", "declaration"):
+                self._file_scope(node)
             if t in ("template_declaration",):
                 for c in reversed(node.named_children):
                     stack.append(c)
                 continue
             for c in reversed(node.children):
                 stack.append(c)
+
+    def _file_scope(self, node) -> None:
+        """Typedefs, aliases, struct fields and constants declared outside functions."""
+        t = node.type
+        if t == "type_definition":
+            tn = node.child_by_field_name("type")
+            if tn is None:
+                return
+            base = compact(self.mtext(tn))
+            for d in node.children_by_field_name("declarator"):
+                names = _NAME.findall(self.mtext(d))
+                if names:
+                    ptr = "*" if "*" in self.mtext(d) else ""
+                    self.typedefs[names[-1]] = base + ptr
+        elif t == "alias_declaration":
+            nm = node.child_by_field_name("name")
+            tn = node.child_by_field_name("type")
+            if nm is not None and tn is not None:
+                self.typedefs[compact(self.mtext(nm))] = compact(self.mtext(tn))
+        elif t in ("struct_specifier", "class_specifier"):
+            nm = node.child_by_field_name("name")
+            body = node.child_by_field_name("body")
+            if nm is None or body is None:
+                return
+            fields: dict[str, str] = {}
+            for fd in body.named_children:
+                if fd.type != "field_declaration":
+                    continue
+                tn = fd.child_by_field_name("type")
+                if tn is None:
+                    continue
+                base = compact(self.mtext(tn))
+                for d in fd.children_by_field_name("declarator"):
+                    dt = self.mtext(d)
+                    names = _NAME.findall(dt.split("[")[0])
+                    if names:
+                        fields[names[-1]] = base + ("[]" if "[" in dt else "")
+            self.structs[compact(self.mtext(nm))] = fields
+        elif t == "declaration":
+            tn = node.child_by_field_name("type")
+            if tn is None:
+                return
+            qual = compact(self.masked[self.off(node.start_byte) : self.off(tn.start_byte)])
+            typ = (qual + " " + compact(self.mtext(tn))).strip()
+            if "const" not in typ.split() and "constexpr" not in typ.split():
+                return
+            for d in node.children_by_field_name("declarator"):
+                if d.type != "init_declarator":
+                    continue
+                target = d.child_by_field_name("declarator")
+                val = d.child_by_field_name("value")
+                if target is None or val is None:
+                    continue
+                names = _NAME.findall(self.mtext(target).split("[")[0])
+                if names and "[" not in self.mtext(target):
+                    self.constants[names[-1]] = (typ, self.trees.build(val))
 
     def _declarator_name(self, decl) -> tuple[str, object]:
         """Name of a function declarator and the node naming it."""
@@ -316,7 +392,7 @@ class CppFacts:
         if t in _COMPOUND:
             idx = len(fn.stmts)
             header = self._header(node)
-            fn.stmts.append(Stmt(t, header, self.span(node), parents, blocks, branch))
+            fn.stmts.append(Stmt(t, header, self.span(node), parents, blocks, branch, self._stmt_tree(node)))
             inner_parents = parents + (idx,)
             for c in node.named_children:
                 if t == "if_statement":
@@ -336,13 +412,34 @@ class CppFacts:
             return
         if t in _SIMPLE or t.endswith("_statement") or t == "declaration":
             idx = len(fn.stmts)
-            fn.stmts.append(Stmt(t, compact(self.mtext(node)), self.span(node), parents, blocks, branch))
+            fn.stmts.append(Stmt(t, compact(self.mtext(node)), self.span(node), parents, blocks, branch, self._stmt_tree(node)))
             if t == "declaration":
                 self._declaration(fn, node, idx)
             self._expr(fn, node, idx, blocks)
             return
         # anything else (ERROR nodes, stray expressions): still mine it for calls
         self._expr(fn, node, len(fn.stmts) - 1, blocks)
+
+    def _stmt_tree(self, node) -> Node | None:
+        t = node.type
+        target = None
+        if t in ("if_statement", "while_statement", "switch_statement", "do_statement"):
+            c = node.child_by_field_name("condition")
+            if c is not None and c.type == "condition_clause":
+                c = c.child_by_field_name("value")
+            elif c is not None and c.type == "parenthesized_expression" and c.named_child_count == 1:
+                c = c.named_children[0]
+            target = c
+        elif t == "for_statement":
+            target = node.child_by_field_name("condition")
+        elif t == "for_range_loop":
+            target = node.child_by_field_name("right")
+        elif t in ("expression_statement", "return_statement", "throw_statement"):
+            kids = [c for c in node.named_children if c.type != "comment"]
+            target = kids[0] if kids else None
+        if target is None or target.type in ("declaration", "init_declarator", "compound_statement"):
+            return None
+        return self.trees.build(target)
 
     def _header(self, node) -> str:
         body = None
@@ -366,10 +463,7 @@ class CppFacts:
                 target = d.child_by_field_name("declarator")
                 val = d.child_by_field_name("value")
                 if val is not None:
-                    if val.type == "initializer_list" or val.type == "argument_list":
-                        init = Expr(compact(self.mtext(val)), self.span(val))
-                    else:
-                        init = Expr(compact(self.mtext(val)), self.span(val))
+                    init = self.ex(val)
             if target is None:
                 continue
             ttext = self.mtext(target)
@@ -415,21 +509,21 @@ class CppFacts:
                 tn = n.child_by_field_name("type")
                 vn = n.child_by_field_name("value")
                 if tn is not None and vn is not None:
-                    fn.casts.append(Cast("c_style", compact(self.mtext(tn)), Expr(compact(self.mtext(vn)), self.span(vn)), self.span(n), idx))
+                    fn.casts.append(Cast("c_style", compact(self.mtext(tn)), self.ex(vn), self.span(n), idx, self.trees.build(n)))
             elif t == "subscript_expression":
                 an = n.child_by_field_name("argument")
                 ixn = n.child_by_field_name("indices") or n.child_by_field_name("index")
                 if an is not None and ixn is not None:
                     inner = [c for c in ixn.named_children if c.type != "comment"] if ixn.type == "subscript_argument_list" else [ixn]
                     if len(inner) == 1:
-                        fn.subscripts.append(Subscript(compact(self.mtext(an)), Expr(compact(self.mtext(inner[0])), self.span(inner[0])), self.span(n), idx))
+                        fn.subscripts.append(Subscript(compact(self.mtext(an)), self.ex(inner[0]), self.span(n), idx, self.trees.build(n)))
             elif t == "assignment_expression":
                 ln = n.child_by_field_name("left")
                 rn = n.child_by_field_name("right")
                 opn = n.child_by_field_name("operator")
                 if ln is not None and rn is not None:
                     fn.assigns.append(
-                        Assign(compact(self.mtext(ln)), Expr(compact(self.mtext(rn)), self.span(rn)), self.span(n), idx, compact(self.mtext(opn)) if opn is not None else "=")
+                        Assign(compact(self.mtext(ln)), self.ex(rn), self.span(n), idx, compact(self.mtext(opn)) if opn is not None else "=")
                     )
             for c in reversed(n.named_children):
                 stack.append((c, blk))
@@ -465,12 +559,13 @@ class CppFacts:
             for a in args.named_children:
                 if a.type == "comment":
                     continue
-                argv.append(Expr(compact(self.mtext(a)), self.span(a)))
+                argv.append(self.ex(a))
+        tree = self.trees.build(node)
         if name == "static_cast" or name == "reinterpret_cast":
             if argv:
-                fn.casts.append(Cast("static_cast" if name == "static_cast" else name, template, argv[0], self.span(node), idx))
+                fn.casts.append(Cast("static_cast" if name == "static_cast" else name, template, argv[0], self.span(node), idx, tree))
         elif func.type in ("primitive_type", "type_identifier", "identifier") and _is_type_name(callee) and len(argv) == 1:
-            fn.casts.append(Cast("functional", callee, argv[0], self.span(node), idx))
+            fn.casts.append(Cast("functional", callee, argv[0], self.span(node), idx, tree))
         start = self.off(node.start_byte)
         return Call(
             callee=callee,
@@ -482,6 +577,7 @@ class CppFacts:
             stmt=idx,
             message_send=self.text[start : start + 1] == "[" or (start > 0 and self.text[start - 1] == "["),
             blocks=tuple(blocks),
+            tree=tree,
         )
 
 

@@ -112,6 +112,10 @@ class HostFacts:
     missing_nodes: int = 0
     bytes: int = 0
     defines: dict[str, Define] = field(default_factory=dict)
+    # file scope, for the semantic model: alias -> aliased type, struct -> field -> type, name -> (type, value)
+    typedefs: dict[str, str] = field(default_factory=dict)
+    structs: dict[str, dict[str, str]] = field(default_factory=dict)
+    constants: dict = field(default_factory=dict)
 
 
 _RAW_STRING = re.compile(r'R"([^()\\ \t\n]{0,16})\(')
@@ -152,6 +156,7 @@ def host_facts(path: str, text: str, index: LineIndex) -> HostFacts:
     clean = strip_comments(host_text)
     facts = HostFacts(path=path, functions=cpp.functions, error_nodes=errs, missing_nodes=missing, bytes=len(text.encode("utf-8")))
     facts.defines = defines(clean)
+    facts.typedefs, facts.structs, facts.constants = cpp.typedefs, cpp.structs, cpp.constants
     for m in re.finditer(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', clean, re.M):
         facts.includes.append(Include(m.group(1), index.span(m.start(), m.end())))
     for inv in invocations(clean, STUB_MACROS):

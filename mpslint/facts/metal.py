@@ -129,6 +129,10 @@ class MetalFacts:
     missing_nodes: int = 0
     bytes: int = 0
     defines: dict[str, Define] = field(default_factory=dict)
+    # file scope, for the semantic model: alias -> aliased type, struct -> field -> type, name -> (type, value)
+    typedefs: dict[str, str] = field(default_factory=dict)
+    structs: dict[str, dict[str, str]] = field(default_factory=dict)
+    constants: dict = field(default_factory=dict)
 
 
 def metal_facts(path: str, text: str, index: LineIndex, base: int = 0, embedded: bool = False) -> MetalFacts:
@@ -152,6 +156,9 @@ def metal_facts(path: str, text: str, index: LineIndex, base: int = 0, embedded:
         missing_nodes=missing,
         bytes=len(text.encode("utf-8")),
         defines=defs,
+        typedefs=cpp.typedefs,
+        structs=cpp.structs,
+        constants=cpp.constants,
     )
 
 

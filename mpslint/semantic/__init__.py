@@ -1,0 +1,12 @@
+"""The semantic model: typed expression trees, symbols, reaching definitions, guards and value ranges.
+
+One module per concern, between the per-file facts and the rules:
+
+- ``expressions``: expression trees built from tree-sitter nodes (built while the facts are, cached with them);
+- ``types``: C++ / MSL types, integer promotions and conversions, the PyTorch API's return types;
+- ``symbols``: locals, parameters, struct fields, typedefs and ``constexpr`` values of a function and its file;
+- ``definitions``: reaching definitions inside a function;
+- ``guards``: the bounds that dominating checks establish on values;
+- ``ranges``: an interval analysis over all of the above;
+- ``model``: the queries rules ask (``SemanticModel``).
+"""
