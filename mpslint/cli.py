@@ -381,18 +381,23 @@ def rule_cmd(code):
 
 @main.command("graph")
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--op", required=True, help="Operator family or overload name (e.g. pow, atan2.out).")
+@click.option("--op", help="Operator family or overload name (e.g. pow, atan2.out).")
+@click.option("--links", is_flag=True, help="List every kernel name host code asks for and the Metal kernels it resolves to (the default without --op).")
 @click.option("--native-functions", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def graph_cmd(paths, op, native_functions, fmt):
-    """Show what the dispatch graph knows about one op."""
+def graph_cmd(paths, op, links, native_functions, fmt):
+    """Show what the dispatch graph knows about one op, or every host-to-kernel link (--links)."""
     from .engine import LintOptions, lint
-    from .graph_view import describe_op
+    from .graph_view import describe_links, describe_op, render_links
 
     paths = list(paths) or ["."]
     result = lint(LintOptions(paths=paths, native_functions=native_functions, select=["DSP"], config=_load_config(None, paths, True)))
     for e in result.errors:
         click.echo(f"mpslint: {e}", err=True)
+    if links or op is None:
+        found = describe_links(result.project.graph)
+        click.echo(json.dumps(found, indent=2)) if fmt == "json" else click.echo(render_links(found), nl=False)
+        return
     info = describe_op(result.project.graph, op)
     if info is None:
         click.echo(f"mpslint: no overload named {op!r} in the native functions", err=True)

@@ -92,3 +92,43 @@ def _impl_line(impl: dict, label: str) -> str:
     for k in impl["metal"]:
         s += f"\n      -> Metal {k['name']} ({', '.join(k['dtypes']) or 'dtypes unknown'}) in {', '.join(k['registered_in'])}"
     return s
+
+
+def describe_links(graph: DispatchGraph) -> list[dict]:
+    """Every kernel name host code asks for (``newFunctionWithName:``, pipeline getters and wrappers,
+    ``exec_*_kernel``, ``compile_shader`` libraries) and the Metal kernels it resolves to, as plain data."""
+    out = []
+    for impl in sorted(graph.nodes("impl")):
+        a = graph.attrs(impl)
+        for kid in graph.out(impl, "launches"):
+            ref = graph.attrs(kid)["ref"]
+            kernels = []
+            for mop in graph.out(kid, "resolves"):
+                m = graph.attrs(mop)
+                files = sorted({p for p, _ in m.get("registrations", [])} | {p for p, _ in m.get("kernels", [])})
+                kernels.append({"name": m["name"], "files": files})
+            out.append(
+                {
+                    "path": a.get("path"),
+                    "function": a.get("name"),
+                    "line": ref.span.line,
+                    "call": ref.call,
+                    "name": ref.literal + ("" if ref.exact else "…"),
+                    "pattern": ref.pattern,
+                    "kernels": sorted(kernels, key=lambda k: k["name"]),
+                }
+            )
+    return sorted(out, key=lambda e: (e["path"] or "", e["line"], e["pattern"]))
+
+
+def render_links(links: list[dict]) -> str:
+    if not links:
+        return "no host code in these paths asks for a Metal kernel by name\n"
+    lines = []
+    for e in links:
+        lines.append(f"{e['path']}:{e['line']} {e['function']} -> {e['call']}({e['name']!r})")
+        for k in e["kernels"]:
+            lines.append(f"    -> Metal {k['name']} in {', '.join(k['files'])}")
+        if not e["kernels"]:
+            lines.append(f"    (no kernel of these paths matches /{e['pattern']}/)")
+    return "\n".join(lines) + "\n"

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from .discovery import Discovered
-from .facts.host import HostFacts, host_facts
+from .facts.host import HostFacts, embedded_metal_ranges, host_facts, wrapper_refs
 from .facts.metal import MetalFacts, metal_facts
 from .facts.native_functions import NativeFunctions, load_native_functions
 from .facts.python_src import PythonFacts, python_facts
@@ -32,6 +32,9 @@ class Project:
     linted: set[str] = field(default_factory=set)  # paths whose findings are reported
     graph: DispatchGraph = field(default_factory=DispatchGraph)
     cache: object = None  # the FactsCache used to load this project (hits/misses), if any
+    fs_paths: dict[str, str] = field(default_factory=dict)  # reported path -> path on disk (context detection)
+    context_override: str | None = None  # [tool.mpslint] context: every file's context (mpslint.context)
+    contexts_cache: object = None  # (override, {path: Detected}), computed once by mpslint.context
 
     def all_metal(self):
         for path in sorted(self.metals):
@@ -70,7 +73,11 @@ _HOST_HEADER = re.compile(r"#\s*include\s*<(?:ATen|c10/core|c10/util|torch|Metal
 
 
 def is_metal_header(text: str) -> bool:
-    """A header under mps/ or c10/metal/ is Metal when it reads like Metal and not like host code."""
+    """A header under mps/ or c10/metal/ is Metal when it reads like Metal and not like host code (Metal inside a
+    raw string literal, ``static char* KERNEL = R"METAL(...)METAL";``, is a host header embedding it)."""
+    ranges = embedded_metal_ranges(text)
+    if ranges:
+        text = "".join(text[a:b] for a, b in zip([0] + [e for _s, e in ranges], [s for s, _e in ranges] + [len(text)]))
     metal = len(_METAL_HEADER.findall(text))
     host = len(_HOST_HEADER.findall(text))
     return metal > 0 and metal >= host
@@ -237,15 +244,21 @@ def build_graph(project: Project) -> DispatchGraph:
             node = f"impl:{path}:{im.name}"
             graph.add(node, "impl", path=path, name=im.name, span=im.span, mpsgraph=im.mpsgraph, origin="macro:" + im.macro, function=None)
             by_name.setdefault(im.name, []).append(node)
+    # pipeline wrappers shared through a header (`Create(NSString* shaderName)`): their callers in other files name kernels
+    wrappers: dict[str, int] = {}
+    for path in sorted(project.hosts):
+        for name, k in project.hosts[path].pipeline_wrappers.items():
+            wrappers.setdefault(name, k)
     for path in sorted(project.hosts):
         hf = project.hosts[path]
+        refs = hf.kernel_refs + (wrapper_refs(hf, wrappers) if wrappers else [])
         for fn in hf.functions:
             node = f"impl:{path}:{fn.name}"
             for call in fn.calls:
                 for target in by_name.get(call.name, ()):
                     if target != node and not _other_class(project, call, graph.attrs(target)):
                         graph.link(node, target, "calls")
-            for ref in hf.kernel_refs:
+            for ref in refs:
                 if ref.function == fn.name and fn.span.start <= ref.span.start < fn.span.end:
                     kid = f"kref:{path}:{ref.span.start}"
                     graph.add(kid, "kref", ref=ref, path=path)

@@ -112,6 +112,8 @@ class HostFacts:
     missing_nodes: int = 0
     bytes: int = 0
     defines: dict[str, Define] = field(default_factory=dict)
+    pipeline_wrappers: dict[str, int] = field(default_factory=dict)  # function -> index of its kernel-name parameter
+    static_strings: dict[str, list[str]] = field(default_factory=dict)  # `static constexpr ... name = "..."` values
     # file scope, for the semantic model: alias -> aliased type, struct -> field -> type, name -> (type, value)
     typedefs: dict[str, str] = field(default_factory=dict)
     structs: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -170,14 +172,20 @@ def host_facts(path: str, text: str, index: LineIndex) -> HostFacts:
     _macro_stub_registrations(facts, clean, index)
     funcs = {f.name: f for f in cpp.functions}
     wrappers = _pipeline_wrappers(cpp.functions)
-    for fn in cpp.functions:
-        body = text[fn.span.start : fn.span.end]
-        if _MPSGRAPH.search(body):
-            facts.mpsgraph_functions.add(fn.name)
-        _kernel_refs(facts, fn, funcs, wrappers)
-        filters = _dtype_filters(fn)
-        if filters:
-            facts.dtype_filters[fn.name] = filters
+    facts.pipeline_wrappers = wrappers
+    _STATIC_STRINGS[id(funcs)] = static_strings(clean)
+    try:
+        for fn in cpp.functions:
+            body = text[fn.span.start : fn.span.end]
+            if _MPSGRAPH.search(body):
+                facts.mpsgraph_functions.add(fn.name)
+            _kernel_refs(facts, fn, funcs, wrappers)
+            filters = _dtype_filters(fn)
+            if filters:
+                facts.dtype_filters[fn.name] = filters
+    finally:
+        _STATIC_STRINGS.pop(id(funcs), None)
+    facts.static_strings = static_strings(clean)
     for a, b in ranges:
         facts.embedded.append(metal_facts(path, text[a:b], index, base=a, embedded=True))
     return facts
@@ -236,18 +244,31 @@ def _string_pattern(expr: str, fn: Function, depth: int = 0, funcs: dict | None 
     offset of the use) picks, among locals of the same name in different blocks, the last one declared before it.
     """
     expr = expr.strip()
-    if depth > 4:
+    if depth > 7:
         return None
+    inner = _objc_string_operand(expr)
+    if inner is not None:  # [NSString stringWithUTF8String:name.c_str()], @(name.c_str()), name.c_str()
+        return _string_pattern(inner, fn, depth + 1, funcs, at)
+    fmt = _objc_format(expr)
+    if fmt is not None:  # [NSString stringWithFormat:@"gemv_%s", type]: the format's literal parts
+        return _concat([(re.escape(p), p, True) if p is not None else None for p in fmt])
     tern = _split_ternary(expr)
     if tern is not None:
         return _alternation([_string_pattern(t, fn, depth + 1, funcs, at) for t in tern])
-    cm = re.fullmatch(r"([A-Za-z_]\w*)\s*\((.*)\)", expr, re.S)
+    gm = re.fullmatch(r"std::get\s*<\s*(\d+)\s*>\s*\(\s*([A-Za-z_]\w*)\s*\)", expr)
+    if gm and funcs:  # std::get<0>(name_and_launcher) where the tuple comes from a helper's `return std::make_tuple(...)`
+        return _tuple_element(int(gm.group(1)), gm.group(2), fn, depth, funcs, at)
+    cm = re.fullmatch(r"([A-Za-z_]\w*)\s*(?:<[^<>()]*>)?\s*\((.*)\)", expr, re.S)
     if cm and funcs and cm.group(1) in funcs and cm.group(1) != fn.name and cm.group(1) not in ("format", "string"):
         helper = funcs[cm.group(1)]
         rets = [st.text[len("return"):].strip().rstrip(";").strip() for st in helper.stmts if st.kind == "return_statement"]
         rets = [r for r in rets if r]
         if rets:
             return _alternation([_string_pattern(r, helper, depth + 1, funcs) for r in rets])
+    mm = re.fullmatch(r"(?:[A-Za-z_]\w*(?:<[^<>]*>)?::)+([A-Za-z_]\w*)", expr)
+    if mm and funcs is not None and mm.group(1) in _STATIC_STRINGS.get(id(funcs), {}):
+        # LowBitConfig<nbit>::func_prefix: every `static constexpr ... func_prefix = "..."` of the file
+        return _alternation([(re.escape(v), v, True) for v in _STATIC_STRINGS[id(funcs)][mm.group(1)]])
     m = re.fullmatch(r'"((?:[^"\\]|\\.)*)"', expr)
     if m:
         return re.escape(m.group(1)), m.group(1), True
@@ -293,15 +314,92 @@ def _string_pattern(expr: str, fn: Function, depth: int = 0, funcs: dict | None 
     return None
 
 
+_STATIC_STRINGS: dict[int, dict[str, list[str]]] = {}  # id(funcs) -> member -> literals, while one file's refs are read
+_STATIC_MEMBER = re.compile(r'\bstatic\s+(?:constexpr\s+|const\s+|inline\s+)*[\w:<>]*\s+([A-Za-z_]\w*)\s*=\s*"((?:[^"\\]|\\.)*)"')
+_NSSTRING_WRAP = re.compile(r"NSString\s*\.\s*stringWithUTF8String\s*\((.*)\)|NSString\s*\.\s*stringWithCString\s*\((.*?),[^,()]*\)", re.S)
+_NSSTRING_FORMAT = re.compile(r'NSString\s*\.\s*stringWithFormat\s*\(\s*"((?:[^"\\]|\\.)*)"', re.S)
+
+
+def static_strings(text: str) -> dict[str, list[str]]:
+    """``static constexpr std::string_view func_prefix = "int4pack_mm_";`` in every specialization: name -> values."""
+    out: dict[str, list[str]] = {}
+    for m in _STATIC_MEMBER.finditer(text):
+        if m.group(2) not in out.setdefault(m.group(1), []):
+            out[m.group(1)].append(m.group(2))
+    return out
+
+
+def _objc_string_operand(expr: str) -> str | None:
+    """The C/C++ string inside an Objective-C string conversion (after masking): ``NSString.stringWithUTF8String(x)``,
+    ``@(x)`` (masked to ``(x)``), and ``x.c_str()`` / ``x.data()``."""
+    m = _NSSTRING_WRAP.fullmatch(expr)
+    if m:
+        return (m.group(1) or m.group(2)).strip()
+    m = re.fullmatch(r"(.+?)\s*(?:\.|->)\s*(?:c_str|data)\s*\(\s*\)", expr, re.S)
+    if m:
+        return m.group(1).strip()
+    if expr.startswith("(") and expr.endswith(")") and _balanced(expr[1:-1]):
+        return expr[1:-1].strip()
+    return None
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _objc_format(expr: str) -> list[str | None] | None:
+    """``NSString.stringWithFormat("k_%s_%d", ...)`` -> ["k_", None, "_", None, ""] (None: a run-time part)."""
+    m = _NSSTRING_FORMAT.match(expr)
+    if not m or not expr.endswith(")"):
+        return None
+    out: list[str | None] = []
+    for k, piece in enumerate(re.split(r"%[-+ #0-9.]*(?:l{0,2}|h{0,2}|z|q)?[sdiuxX@]", m.group(1))):
+        if k:
+            out.append(None)
+        out.append(piece)
+    return out
+
+
+def _tuple_element(k: int, name: str, fn: Function, depth: int, funcs: dict, at: int | None):
+    """Element ``k`` of a local tuple initialised from a file helper that returns ``std::make_tuple(...)``s."""
+    from .macros import split_args
+
+    init = next((d.init.text for d in reversed(fn.decls) if d.name == name and d.init is not None and (at is None or d.span.start < at)), None)
+    cm = re.fullmatch(r"([A-Za-z_]\w*)\s*(?:<[^<>()]*>)?\s*\((.*)\)", init or "", re.S)
+    if not cm or cm.group(1) not in funcs:
+        return None
+    helper = funcs[cm.group(1)]
+    pats = []
+    for st in helper.stmts:
+        if st.kind != "return_statement":
+            continue
+        ret = st.text[len("return"):].strip().rstrip(";").strip()
+        tm = re.fullmatch(r"(?:std::)?(?:make_tuple|make_pair|tuple\s*<[^()]*>|pair\s*<[^()]*>)\s*\((.*)\)|\{(.*)\}", ret, re.S)
+        if not tm:
+            return None
+        inner = tm.group(1) if tm.group(1) is not None else tm.group(2)
+        parts = [inner[a:b].strip() for a, b in split_args(inner, 0, len(inner))]
+        if len(parts) <= k:
+            return None
+        pats.append(_string_pattern(parts[k], helper, depth + 1, funcs))
+    return _alternation(pats)
+
+
 def _from_callers(param: str, fn: Function, depth: int, funcs: dict | None) -> tuple[str, str, bool] | None:
     """A string parameter named by the callers in the file: ``scan_impl(self, dim, "cumsum")`` -> ``cumsum``.
 
     Every call of ``fn`` in the file must pass something resolvable at that position; otherwise None.
     """
-    if not funcs or depth > 2:
+    if not funcs or depth > 3:
         return None
     idx = next((i for i, p in enumerate(fn.params) if p.name == param), None)
-    if idx is None or not re.search(r"\bstring\b|\bchar\s*\*|string_view", fn.params[idx].type):
+    if idx is None or not re.search(r"\bstring\b|\bchar\s*\*|string_view|NSString", fn.params[idx].type):
         return None
     pats = []
     for caller in funcs.values():
@@ -407,8 +505,45 @@ def _pipeline_wrappers(functions: list[Function]) -> dict[str, int]:
     return out
 
 
+def _names_own_param(fn: Function, text: str) -> bool:
+    """``text`` mentions one of ``fn``'s string parameters (a wrapper passing its caller's kernel name on)."""
+    return any(p.name and re.search(r"(?<![\w.])" + re.escape(p.name) + r"\b", text) for p in fn.params
+               if re.search(r"\bstring\b|\bchar\s*\*|string_view|NSString", p.type))
+
+
+def wrapper_refs(facts: HostFacts, wrappers: dict[str, int]) -> list[KernelRef]:
+    """Kernel names this file hands to pipeline wrappers defined in other files
+    (``MPSComputeEnvironment::Create(@"project_drr")`` with ``Create`` in a shared header)."""
+    out: list[KernelRef] = []
+    funcs = {f.name: f for f in facts.functions}
+    local = facts.pipeline_wrappers
+    _STATIC_STRINGS[id(funcs)] = facts.static_strings
+    try:
+        for fn in facts.functions:
+            for call in fn.calls:
+                k = wrappers.get(call.name)
+                if k is None or call.name in local or call.name == fn.name or len(call.args) <= k:
+                    continue
+                arg = call.args[k]
+                pat = _string_pattern(arg.text, fn, 0, funcs, call.span.start)
+                if pat:
+                    out.append(KernelRef("host_name", pat[0], pat[1], pat[2], fn.name, arg.span, call.name))
+    finally:
+        _STATIC_STRINGS.pop(id(funcs), None)
+    return out
+
+
 def _kernel_refs(facts: HostFacts, fn: Function, funcs: dict | None = None, wrappers: dict | None = None) -> None:
     for call in fn.calls:
+        if call.name in ("newFunctionWithName", "newFunctionWithName:constantValues:error:") and call.message_send and call.args:
+            # [library newFunctionWithName:@"add" ...]: a Metal function of the project's own library (an embedded
+            # metallib, newLibraryWithSource: of a source string, or the default library)
+            if wrappers and fn.name in wrappers and _names_own_param(fn, call.args[0].text):
+                continue  # the wrapper's callers name the kernel
+            pat = _string_pattern(call.args[0].text, fn, 0, funcs, call.span.start)
+            if pat:
+                facts.kernel_refs.append(KernelRef("host_name", pat[0], pat[1], pat[2], fn.name, call.args[0].span, call.name))
+            continue
         if _KERNEL_EXEC.fullmatch(call.name) and len(call.args) >= 2:
             pat = _string_pattern(call.args[1].text, fn, 0, funcs, call.span.start)
             if pat:

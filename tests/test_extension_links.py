@@ -1,0 +1,120 @@
+"""Host<->kernel links in extension style: newFunctionWithName: names, wrappers shared through headers,
+names built from std::string concatenations, tuples and static constexpr prefixes, compile_shader in Python."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from mpslint.cli import main
+from mpslint.engine import LintOptions, lint
+from mpslint.graph_view import describe_links
+
+METAL = """#include <metal_stdlib>
+using namespace metal;
+kernel void add_rows(device float* out [[buffer(0)]], constant float* a [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+  out[i] = a[i];
+}
+template <typename T>
+kernel void scale(device T* out [[buffer(0)]], constant T* a [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+  out[i] = a[i];
+}
+#define INSTANTIATE_SCALE(DTYPE, BITS) \\
+  template [[host_name("scale_" #BITS "bit_" #DTYPE)]] kernel void scale<DTYPE>( \\
+    device DTYPE* out [[buffer(0)]], constant DTYPE* a [[buffer(1)]], uint i [[thread_position_in_grid]])
+INSTANTIATE_SCALE(float, 4);
+INSTANTIATE_SCALE(half, 4);
+"""
+
+HEADER = """#pragma once
+#include <torch/extension.h>
+#include <Metal/Metal.h>
+struct Env {
+  id<MTLComputePipelineState> pso;
+  static Env Create(NSString* shaderName) {
+    Env e{};
+    id<MTLLibrary> lib = [MTLCreateSystemDefaultDevice() newDefaultLibrary];
+    id<MTLFunction> f = [lib newFunctionWithName:shaderName];
+    e.pso = [MTLCreateSystemDefaultDevice() newComputePipelineStateWithFunction:f error:nil];
+    return e;
+  }
+};
+"""
+
+HOST = """#include <torch/extension.h>
+#include "Env.h"
+template <int bits> struct Config {};
+template <> struct Config<4> { static constexpr std::string_view prefix = "scale_"; };
+
+void literal_name(id<MTLLibrary> lib) {
+  id<MTLFunction> f = [lib newFunctionWithName:@"add_rows"];
+}
+void utf8_name(id<MTLLibrary> lib, const at::Tensor& t) {
+  const std::string name = "scale_4bit_" + std::string(t.scalar_type() == at::kHalf ? "half" : "float");
+  id<MTLFunction> f = [lib newFunctionWithName:[NSString stringWithUTF8String:name.c_str()]];
+}
+void through_header() {
+  Env env = Env::Create(@"add_rows");
+}
+std::tuple<std::string, int> pick(int bits, const std::string& type_str) {
+  return std::make_tuple(std::string(Config<4>::prefix) + std::to_string(bits) + "bit_" + type_str, 1);
+}
+void through_tuple(id<MTLLibrary> lib, const std::string& type_str) {
+  auto picked = pick(4, type_str);
+  const std::string name = std::get<0>(picked);
+  id<MTLFunction> f = [lib newFunctionWithName:@(name.c_str())];
+}
+void unknown(id<MTLLibrary> lib) {
+  id<MTLFunction> f = [lib newFunctionWithName:@"no_such_kernel"];
+}
+"""
+
+
+def _tree(tmp_path):
+    mps = tmp_path / "ext" / "mps"
+    mps.mkdir(parents=True)
+    (mps / "kernels.metal").write_text(METAL)
+    (mps / "Env.h").write_text(HEADER)
+    (mps / "ops.mm").write_text(HOST)
+    return mps
+
+
+def _links(mps):
+    graph = lint(LintOptions(paths=[str(mps.parent)], select=["DSP"])).project.graph
+    return {e["function"]: e for e in describe_links(graph)}
+
+
+def test_extension_kernel_names_resolve(tmp_path):
+    links = _links(_tree(tmp_path))
+    kernels = {fn: [k["name"] for k in e["kernels"]] for fn, e in links.items()}
+    assert kernels["literal_name"] == ["add_rows"]
+    assert kernels["utf8_name"] == ["scale"]
+    assert kernels["through_header"] == ["add_rows"]  # Env::Create is a wrapper defined in another file
+    assert kernels["through_tuple"] == ["scale"]  # std::get<0> of a helper's make_tuple, static constexpr prefix
+    assert kernels["unknown"] == []
+    assert "Create" not in links  # the wrapper itself names no kernel: its callers do
+    assert links["utf8_name"]["call"] == "newFunctionWithName"
+
+
+def test_graph_command_lists_links(tmp_path):
+    mps = _tree(tmp_path)
+    r = CliRunner().invoke(main, ["graph", str(mps.parent)])
+    assert r.exit_code == 0, r.output
+    assert "literal_name -> newFunctionWithName('add_rows')" in r.output
+    assert "-> Metal add_rows in" in r.output
+    assert "(no kernel of these paths matches /no_such_kernel/)" in r.output
+    r = CliRunner().invoke(main, ["graph", str(mps.parent), "--links", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert {e["function"] for e in data} >= {"literal_name", "through_header", "through_tuple"}
+
+
+def test_raw_string_metal_header_is_host(tmp_path):
+    mps = tmp_path / "mps"
+    mps.mkdir()
+    (mps / "Kernels.h").write_text('#pragma once\nstatic const char* SRC = R"MTL(\n#include <metal_stdlib>\nusing namespace metal;\n'
+                                   'kernel void k1(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) { o[i] = 0; }\n)MTL";\n')
+    (mps / "op.mm").write_text('#include "Kernels.h"\nvoid f(id<MTLLibrary> lib) { auto fn = [lib newFunctionWithName:@"k1"]; }\n')
+    links = _links(mps)
+    assert [k["name"] for k in links["f"]["kernels"]] == ["k1"]
