@@ -50,20 +50,24 @@ def read_source(d: Discovered, override: str | None = None) -> SourceFile | File
             data = fh.read(MAX_BYTES + 1)
     except OSError as e:
         return FileError(d.path, 0, f"cannot read file: {e.strerror or e}", fatal=True)
+    return decode_source(d.path, d.kind, data)
+
+
+def decode_source(path: str, kind: str, data: bytes) -> SourceFile | FileError:
+    """A file's bytes (read from disk, or a git blob) as a SourceFile, or why it is not linted."""
     if len(data) > MAX_BYTES:
-        return FileError(d.path, 0, f"file larger than {MAX_BYTES // (1024 * 1024)} MB; skipped", fatal=True)
+        return FileError(path, 0, f"file larger than {MAX_BYTES // (1024 * 1024)} MB; skipped", fatal=True)
     if b"\x00" in data[:8192]:
-        return FileError(d.path, 0, "binary file (NUL bytes); skipped", fatal=True)
+        return FileError(path, 0, "binary file (NUL bytes); skipped", fatal=True)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
-        return FileError(d.path, line, f"not valid UTF-8 (byte 0x{data[e.start]:02x}); skipped", fatal=True)
+        return FileError(path, line, f"not valid UTF-8 (byte 0x{data[e.start]:02x}); skipped", fatal=True)
     text = text.replace("\r\n", "\n") if "\r\n" in text else text
-    kind = d.kind
     if kind == "header":
         kind = "metal" if is_metal_header(text) else "host"
-    return SourceFile(d.path, text, kind, hashlib.sha1(data).hexdigest())
+    return SourceFile(path, text, kind, hashlib.sha1(data).hexdigest())
 
 
 _METAL_HEADER = re.compile(
