@@ -171,8 +171,9 @@ def check(paths, select, extend_select, ignore, native_functions, config_path, i
 
             graph = lint(replace(opts, select=["DSP301"])).project.graph  # references come from the dispatch graph
             opts.rule_options["smoke_outcomes"] = smoke_outcomes(paths, backend=smoke_backend, graph=graph)
-        except Exception as e:  # the smoke runner never takes the lint down with it
+        except Exception as e:  # a missing dependency or a runner error is an error (exit 2), never a skip
             click.echo(f"mpslint: smoke run failed: {type(e).__name__}: {e}", err=True)
+            sys.exit(2)
     if do_fix or show_diff:
         _run_fixes(opts, unsafe_fixes, show_diff, fmt, output, exit_zero, statistics)
         return

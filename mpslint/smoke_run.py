@@ -27,6 +27,10 @@ def smoke_outcomes(paths: list[str], cwd: Path | None = None, backend: str = "au
         hook = graph_reference_for(graph)
     opts = SmokeOptions(backend=backend, timeout=timeout, jobs=jobs, progress=sys.stderr.isatty(), reference_for=hook)
     report = run_smoke([Path(f.fs_path) for f in metal], opts)
+    if report.errors:
+        from .smoke.preflight import SmokeRunError
+
+        raise SmokeRunError("; ".join(report.errors))
     out = []
     for o in report.outcomes:
         p = display.get(o.path) or display.get(str(Path(o.path).resolve()), o.path)

@@ -55,7 +55,11 @@ def describe(so, out_path):
 
 
 def run(so, job_path, in_path, out_path, start):
-    lib = load(so)
+    try:
+        lib = load(so)
+    except (OSError, MemoryError) as e:   # the file's own statics do not fit the limits: not a runner error
+        sys.stderr.write(f"MSL_LOAD_FAILED {type(e).__name__}: {e}\n")
+        sys.exit(3)
     names = {lib.msl_kernel(i).contents.host_name.decode(): i for i in range(lib.msl_count())}
     with open(job_path) as f:
         job = json.load(f)

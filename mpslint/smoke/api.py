@@ -82,6 +82,7 @@ class SmokeReport:
     outcomes: list
     backend_label: str
     files: list = field(default_factory=list)             # per-file dicts: path, kernels, cached, seconds, status
+    errors: list = field(default_factory=list)            # internal errors of the runner (exit 2), one line each
 
     @property
     def findings(self) -> list:

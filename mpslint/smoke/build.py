@@ -36,7 +36,7 @@ _locks_guard = threading.Lock()
 
 @dataclass
 class BuildResult:
-    status: str                       # "ok" | "compile-error" | "error"
+    status: str                       # "ok" | "compile-error" | "unloadable" (the kernel's own statics) | "error"
     source: str                       # the .metal path as given
     so: str | None = None
     entries: list = field(default_factory=list)        # dicts: host_name, base, targs, line, path, params
@@ -185,7 +185,7 @@ def build(metal_file: Path, *, cache_dir: Path | None = None, headers_root: Path
         try:
             res = _build_in(work, metal_file, roots, plan, cxx, flags, cache_dir, opt, timeout, memory_mb)
             res.key = key
-            if res.status == "error":          # toolchain / runtime trouble: not a property of the source
+            if res.status in ("error", "unloadable"):   # not cached: toolchain trouble, or limits that may change
                 res.seconds = time.monotonic() - t0
                 return res
             _save_manifest(work, res)
@@ -250,7 +250,9 @@ def _build_in(work: Path, metal_file: Path, roots: list[Path], plan: dict[Path, 
     table_path = work / "table.json"
     d = sandbox.run(child_command("describe", str(so), str(table_path)), timeout=60, memory_mb=2048)
     if d.returncode != 0 or not table_path.exists():
-        return BuildResult("error", src_path, message="loading the built library failed:\n" + d.stderr[-2000:])
+        # the library's static data and initializers are the file's: a load failing under the kernel process's
+        # limits is what this file cannot be run for (a "skipped" reason), not an error of the toolchain
+        return BuildResult("unloadable", src_path, message="loading the built library failed:\n" + d.stderr[-2000:])
     table = {t["host_name"]: t["params"] for t in json.loads(table_path.read_text())}
     entries = []
     for e in ana.entries:

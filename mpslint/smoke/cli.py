@@ -1,7 +1,8 @@
 """`mpslint smoke PATHS` (loaded lazily by mpslint.cli).  Text and JSON output of its own; the lead's
 reporters (SARIF, review bot ...) can consume `outcome_dict` / SmokeOutcome directly.
 
-Exit codes: 0 no finding, 1 findings (SMK401-404), 2 usage error."""
+Exit codes: 0 no finding, 1 findings (SMK401-404), 2 usage error, a missing dependency or an internal error
+of the runner (never reported as `skipped`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,6 +13,7 @@ from pathlib import Path
 import click
 
 from .api import CODES, SmokeOptions, run_smoke
+from .preflight import SmokeEnvironmentError
 
 
 def collect(paths: tuple[str, ...]) -> list[Path]:
@@ -55,7 +57,11 @@ def smoke_cmd(paths, backend, fmt, output, jobs, timeout, memory_mb, cache_dir, 
     opts = SmokeOptions(backend=backend, jobs=jobs, timeout=timeout, memory_mb=memory_mb,
                         cache_dir=Path(cache_dir) if cache_dir else None,
                         headers_root=Path(headers_root) if headers_root else None, progress=progress)
-    report = run_smoke(files, opts)
+    try:
+        report = run_smoke(files, opts)
+    except SmokeEnvironmentError as e:
+        click.echo(f"mpslint: {e}", err=True)
+        sys.exit(2)
     if fmt == "outcomes-json":
         s = report.summary()
         _emit(json.dumps({"backend": report.backend_label, "summary": dataclasses.asdict(s),
@@ -78,6 +84,10 @@ def smoke_cmd(paths, backend, fmt, output, jobs, timeout, memory_mb, cache_dir, 
                                   rule_options={"smoke_outcomes": _display_paths(report.outcomes, files)}))
         _emit(get_reporter(fmt)(result, color=False), output)
         click.echo(report.format_summary(), err=True)
+    for err in report.errors:
+        click.echo(f"mpslint: error: {err}", err=True)
+    if report.errors:
+        sys.exit(2)
     sys.exit(1 if report.findings else 0)
 
 

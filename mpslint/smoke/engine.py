@@ -6,7 +6,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import diagnostics, dtypes, launch, reference, spec
+from . import diagnostics, dtypes, launch, preflight, reference, spec
 from .api import SMK401, SMK402, SMK403, SMK404, SmokeOptions, SmokeOutcome, SmokeReport
 from .progress import Progress
 
@@ -22,11 +22,10 @@ class Engine:
 
     # ------------------------------------------------------------ driver
     def run(self, paths: list[Path]) -> SmokeReport:
+        problems = preflight.missing_dependencies(self.backend)
+        if problems:   # a missing dependency is an error of the run, never a skipped kernel
+            raise preflight.SmokeEnvironmentError(preflight.environment_message(problems))
         progress = Progress(len(paths), self.options.progress, self.label)
-        why = self.backend.unavailable()
-        if why:
-            outs = [self._file_outcome(p, None, "skipped", why) for p in paths]
-            return SmokeReport(outs, self.label, [{"path": str(p), "status": "skipped"} for p in paths])
         results: list = [None] * len(paths)
         jobs = max(1, int(self.options.jobs or 1))
         try:
@@ -40,20 +39,20 @@ class Engine:
                         results[i] = f.result()
         finally:
             progress.close()
-        outcomes, files = [], []
+        outcomes, files, errors = [], [], []
         for outs, info in results:
             outcomes.extend(outs)
             files.append(info)
-        return SmokeReport(outcomes, self.label, files)
+            errors.extend(info.pop("errors", []))
+        return SmokeReport(outcomes, self.label, files, errors)
 
     def _one_file(self, path: Path, progress: Progress):
         try:
             return self._check_file(path, progress)
-        except Exception as e:  # an internal error must become a skipped outcome, never take mpslint down
+        except Exception as e:  # an internal error is an error of the run (exit 2), never a skipped kernel
             progress.update(files_done=1)
-            return ([self._file_outcome(path, None, "skipped", f"internal error in the smoke runner: "
-                                                                f"{type(e).__name__}: {e}")],
-                    {"path": str(path), "status": "internal-error"})
+            return [], {"path": str(path), "status": "internal-error",
+                        "errors": [f"{path}: internal error in the smoke runner: {type(e).__name__}: {e}"]}
 
     # ------------------------------------------------------------ per file
     def _check_file(self, path: Path, progress: Progress):
@@ -67,10 +66,15 @@ class Engine:
         comp = self.backend.compile(path, self.options)
         info = {"path": str(path), "status": comp.status, "cached": comp.cached, "seconds": round(comp.seconds, 2),
                 "kernels": len(comp.entries)}
-        if comp.status == "error":
+        if comp.status == "unloadable":
             progress.update(files_done=1)
-            return [self._file_outcome(path, lines, "skipped", comp.message.strip().splitlines()[0]
-                                       if comp.message.strip() else "build failed")], info
+            return [self._file_outcome(path, lines, "skipped", "not run: the built library does not load under "
+                                       "the kernel process's limits (its static data or initializers)")], info
+        if comp.status == "error":   # toolchain or runtime trouble, not a property of the kernel
+            progress.update(files_done=1)
+            first = comp.message.strip().splitlines()[0] if comp.message.strip() else "build failed"
+            info["errors"] = [f"{path}: the smoke build failed ({self.backend.compile_verb}): {first}"]
+            return [], info
         if comp.status == "compile-error":
             progress.update(files_done=1, failed=1)
             return self._compile_outcomes(path, lines, comp), info
@@ -79,14 +83,6 @@ class Engine:
             ln = pr["line"] if _same_file(pr.get("path", ""), path) else 1
             outs.append(self._outcome(path, lines, ln, None, "skipped", pr["host_name"], "", "", "",
                                       f"not launched: {pr['message']}"))
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            for e in comp.entries:
-                outs.append(self._entry_outcome(path, lines, e, None, "skipped", "", "",
-                                                "torch is not installed: no inputs or references (compiled only)"))
-            progress.update(files_done=1)
-            return outs, info
         specs = spec.parse(text)
         siblings = launch.sibling_outputs(comp.entries)
         variants = []
@@ -104,14 +100,21 @@ class Engine:
         results = self.backend.execute(comp, [v.launch for _, v in runnable], self.options) if runnable else []
         res_iter = iter(results)
         failed = 0
+        errors = []
         for e, v in variants:
             if v.skip is not None:
                 outs.append(self._variant_outcome(path, lines, e, v, None, "skipped", v.skip))
                 continue
-            code, status, msg = self.judge(e, v, next(res_iter))
+            res = next(res_iter)
+            if res.status == "error" and res.internal:   # the kernel process itself failed
+                errors.append(f"{path}: `{v.kernel}` [{v.variant}]: the smoke runner failed: {res.message}")
+                continue
+            code, status, msg = self.judge(e, v, res)
             failed += status == "failed"
             outs.append(self._variant_outcome(path, lines, e, v, code, status, msg))
         progress.update(files_done=1, variants=len(runnable), failed=failed)
+        if errors:
+            info["errors"] = errors
         return outs, info
 
     # ------------------------------------------------------------ judging

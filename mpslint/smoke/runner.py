@@ -47,6 +47,7 @@ class LaunchResult:
     fault: dict | None = None  # parsed MSL_FAULT fields
     canary: list = field(default_factory=list)    # [(buffer index, first clobbered byte offset)]
     ms: float = 0.0
+    internal: bool = False     # "error" of the runner itself (the kernel process failed), not of the kernel
 
 
 def parse_fault(stderr: str) -> dict | None:
@@ -107,7 +108,7 @@ def run_launches(so: str, launches: list[LaunchSpec], *, timeout: float = 10.0, 
             for b, jb in zip(L.buffers, job[i]["buffers"]):
                 if b.read_back:
                     r.outputs[b.index] = out[jb["out_off"]:jb["out_off"] + b.nbytes]
-    return [r if r is not None else LaunchResult("error", message="not run") for r in results]
+    return [r if r is not None else LaunchResult("error", message="not run", internal=True) for r in results]
 
 
 def _run_child(prefix, so, job_path, in_path, out_path, start, results, timeout, memory_mb, startup_timeout,
@@ -130,7 +131,7 @@ def _run_child(prefix, so, job_path, in_path, out_path, start, results, timeout,
                 sandbox.kill_group(proc)
                 if current is None:
                     results[start] = LaunchResult("error", message=f"kernel process did not start in "
-                                                                   f"{startup_timeout:.0f}s")
+                                                                   f"{startup_timeout:.0f}s", internal=True)
                     return start + 1
                 results[current] = LaunchResult("timeout", message=f"did not finish within {timeout:g}s",
                                                 ms=timeout * 1e3)
@@ -169,7 +170,12 @@ def _run_child(prefix, so, job_path, in_path, out_path, start, results, timeout,
         if len(done) == len(results) - start:
             return len(results)
         nxt = next(i for i in range(start, len(results)) if results[i] is None)
-        results[nxt] = LaunchResult("error", message="kernel process failed before the launch: " + stderr[-1500:])
+        if "MSL_LOAD_FAILED" in stderr:   # the library's own static data exceed the kernel process's limits
+            results[nxt] = LaunchResult("error", message="the built library does not load under the kernel "
+                                        "process's limits: " + stderr.split("MSL_LOAD_FAILED", 1)[1].strip()[:300])
+            return nxt + 1
+        results[nxt] = LaunchResult("error", message="kernel process failed before the launch: " + stderr[-1500:],
+                                    internal=True)
         return nxt + 1
     fault = parse_fault(stderr)
     rc = proc.returncode

@@ -18,12 +18,19 @@ class ToolchainMissing(RuntimeError):
     pass
 
 
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):     # a blocked or half-removed module
+        return False
+
+
 def have_ziglang() -> bool:
-    return importlib.util.find_spec("ziglang") is not None
+    return _importable("ziglang")
 
 
 def have_torch() -> bool:
-    return importlib.util.find_spec("torch") is not None
+    return _importable("torch")
 
 
 def compiler_command() -> list[str]:

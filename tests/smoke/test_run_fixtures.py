@@ -1,7 +1,10 @@
 """End to end: run_smoke over the fixture kernels on the host backend."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+import pytest
 
 from mpslint.smoke.api import SMK401, SMK402, SMK403, SMK404, SmokeOptions, run_smoke
 
@@ -93,13 +96,11 @@ def test_no_reference_still_runs(smoke_cache):
     assert st["block_sum_float"] == "no-reference" and st["histogram"] == "no-reference"
 
 
-def test_metal_backend_on_linux_is_an_honest_skip(tmp_path):
-    import sys
-    if sys.platform == "darwin":
-        return
-    r = run_smoke([FIXTURES / "good" / "unary_ops.metal"], SmokeOptions(backend="metal", cache_dir=tmp_path))
-    assert r.backend_label == "metal-compiled"
-    assert [o.status for o in r.outcomes] == ["skipped"] and "macOS" in r.outcomes[0].message
+@pytest.mark.skipif(sys.platform == "darwin", reason="the Metal backend is usable on macOS")
+def test_metal_backend_on_linux_is_an_error_not_a_skip(tmp_path):
+    from mpslint.smoke.preflight import SmokeEnvironmentError
+    with pytest.raises(SmokeEnvironmentError, match="macOS"):
+        run_smoke([FIXTURES / "good" / "unary_ops.metal"], SmokeOptions(backend="metal", cache_dir=tmp_path))
 
 
 def test_unreadable_and_missing_files_do_not_crash(tmp_path, smoke_cache):
