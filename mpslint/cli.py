@@ -164,7 +164,7 @@ def check(paths, select, extend_select, ignore, native_functions, config_path, i
     opts.jobs = jobs
     _check_codes(opts.select or [], opts.extend_select, opts.ignore)
     if smoke:
-        from .smoke_run import smoke_outcomes
+        from .smoke.check import smoke_outcomes
 
         try:
             from dataclasses import replace

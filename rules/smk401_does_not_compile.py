@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from mpslint.model import Severity
 from mpslint.rule import Rule
-from mpslint.smoke_rules import smoke_findings
+from mpslint.smoke.findings import smoke_findings
 
 
 class DoesNotCompile(Rule):

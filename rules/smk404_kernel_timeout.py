@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from mpslint.model import Severity
 from mpslint.rule import Rule
-from mpslint.smoke_rules import smoke_findings
+from mpslint.smoke.findings import smoke_findings
 
 
 class KernelTimeout(Rule):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mpslint.engine import LintOptions, lint
-from mpslint.smoke_refs import torch_ops_for
+from mpslint.smoke.graph_refs import torch_ops_for
 
 from .conftest import FIXTURES
 
@@ -31,7 +31,7 @@ def test_hook_builds_torch_references(graph):
     pytest.importorskip("torch")
     import torch
 
-    from mpslint.smoke_refs import graph_reference_for
+    from mpslint.smoke.graph_refs import graph_reference_for
 
     hook = graph_reference_for(graph)
     ref = hook("hypot")

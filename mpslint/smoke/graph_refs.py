@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .graph import DispatchGraph
+from ..graph import DispatchGraph
 
 
 def torch_ops_for(graph: DispatchGraph, metal_op: str, depth: int = 3) -> set[str]:
@@ -50,7 +50,7 @@ def _arity(graph: DispatchGraph, family: str) -> int:
 
 def graph_reference_for(graph: DispatchGraph):
     """A ``reference_for(metal_op)`` hook for the smoke runner."""
-    from .smoke.reference import Reference, builtin_reference
+    from .reference import Reference, builtin_reference
 
     def hook(metal_op: str):
         families = torch_ops_for(graph, metal_op)

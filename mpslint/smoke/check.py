@@ -6,11 +6,11 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from .discovery import discover
+from ..discovery import discover
 
 
 def smoke_outcomes(paths: list[str], cwd: Path | None = None, backend: str = "auto", timeout: float = 10.0, jobs: int = 1, graph=None):
-    from .smoke.api import SmokeOptions, run_smoke
+    from .api import SmokeOptions, run_smoke
 
     files, _problems = discover(paths, cwd)
     metal = [f for f in files if f.fs_path.endswith(".metal")]
@@ -22,13 +22,13 @@ def smoke_outcomes(paths: list[str], cwd: Path | None = None, backend: str = "au
         display[str(Path(f.fs_path).resolve())] = f.path
     hook = None
     if graph is not None:
-        from .smoke_refs import graph_reference_for
+        from .graph_refs import graph_reference_for
 
         hook = graph_reference_for(graph)
     opts = SmokeOptions(backend=backend, timeout=timeout, jobs=jobs, progress=sys.stderr.isatty(), reference_for=hook)
     report = run_smoke([Path(f.fs_path) for f in metal], opts)
     if report.errors:
-        from .smoke.preflight import SmokeRunError
+        from .preflight import SmokeRunError
 
         raise SmokeRunError("; ".join(report.errors))
     out = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import Span
+from ..model import Span
 
 
 def smoke_findings(rule, ctx):
