@@ -29,6 +29,7 @@ LAZY_COMMANDS = {
     "audit": "mpslint.audit.cli:audit_cmd",
     "smoke": "mpslint.smoke.cli:smoke_cmd",
     "review": "mpslint.review.cli:review_cmd",
+    "server": "mpslint.server.cli:server_cmd",
 }
 
 

@@ -1,0 +1,100 @@
+"""Which files one file's findings can depend on: its neighbourhood in the dispatch graph.
+
+Linting one file against the whole tree runs every rule over every file (most of a second on a large
+tree); its findings only depend on the files it is connected to.  ``Neighbourhood`` indexes a graph
+built once from the whole tree and answers, for a file and its current facts, the files within
+``depth`` edges of the file's own nodes (implementations, kernel references, Metal ops), plus the
+files its current facts name that the graph does not know yet (a call or a kernel name typed since the
+graph was built).  The yaml is always context.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..facts.host import HostFacts
+from ..facts.metal import MetalFacts
+from ..graph import DispatchGraph
+
+DEPTH = 3
+
+
+def _node_paths(graph: DispatchGraph, node: str, attrs: dict) -> set[str]:
+    out = set()
+    if attrs.get("path"):
+        out.add(attrs["path"])
+    for key in ("registrations", "kernels"):
+        for path, _ in attrs.get(key, ()):
+            out.add(path)
+    return out
+
+
+class Neighbourhood:
+    def __init__(self, graph: DispatchGraph, hosts: dict[str, HostFacts]):
+        self.graph = graph
+        self.nodes_of: dict[str, set[str]] = defaultdict(set)  # file -> its nodes
+        self.paths_of: dict[str, set[str]] = {}  # node -> files it belongs to
+        self.definers: dict[str, set[str]] = defaultdict(set)  # function name -> files defining it
+        self.callers: dict[str, set[str]] = defaultdict(set)  # function name -> files calling it
+        self.kernel_names: list[tuple[str, str]] = []  # (Metal op / host name, file)
+        self.ref_literals: list[tuple[str, str]] = []  # (kernel-name literal asked for, file)
+        for node, attrs in graph.g.nodes(data=True):
+            paths = _node_paths(graph, node, attrs)
+            if paths:
+                self.paths_of[node] = paths
+                for p in paths:
+                    self.nodes_of[p].add(node)
+            if attrs.get("kind") == "mop":
+                for path, reg in attrs.get("registrations", ()):
+                    self.kernel_names += [(reg.op, path)] + [(hn, path) for hn in reg.host_names]
+                for path, k in attrs.get("kernels", ()):
+                    self.kernel_names.append((k.name, path))
+        for path, hf in hosts.items():
+            for fn in hf.functions:
+                self.definers[fn.name].add(path)
+                for call in fn.calls:
+                    self.callers[call.name].add(path)
+            for ref in hf.kernel_refs:
+                self.ref_literals.append((ref.literal, path))
+
+    def related(self, path: str, facts, depth: int = DEPTH) -> set[str]:
+        """Files (other than ``path``) whose facts the findings on ``path`` may depend on."""
+        g = self.graph.g
+        seen = set(self.nodes_of.get(path, ()))
+        frontier = list(seen)
+        for _ in range(depth):
+            nxt = []
+            for n in frontier:
+                for m in (*g.successors(n), *g.predecessors(n)):
+                    if m not in seen:
+                        seen.add(m)
+                        nxt.append(m)
+            frontier = nxt
+        out = set()
+        for n in seen:
+            out |= self.paths_of.get(n, set())
+        out |= self._named_by(facts)
+        out.discard(path)
+        return out
+
+    def _named_by(self, facts) -> set[str]:
+        """Files the current facts reach by name: callees, callers, kernels asked for, launchers."""
+        out: set[str] = set()
+        metals: list[MetalFacts] = []
+        if isinstance(facts, HostFacts):
+            for fn in facts.functions:
+                out |= self.callers.get(fn.name, set())
+                for call in fn.calls:
+                    out |= self.definers.get(call.name, set())
+            for ref in facts.kernel_refs:
+                lit = ref.literal
+                if len(lit) >= 3:
+                    out |= {p for name, p in self.kernel_names if name.startswith(lit) or lit.startswith(name)}
+            metals = list(facts.embedded)
+        elif isinstance(facts, MetalFacts):
+            metals = [facts]
+        for mf in metals:
+            names = [k.name for k in mf.kernels] + [r.op for r in mf.registrations] + [hn for r in mf.registrations for hn in r.host_names]
+            for name in names:
+                out |= {p for lit, p in self.ref_literals if len(lit) >= 3 and (name.startswith(lit) or lit.startswith(name))}
+        return out

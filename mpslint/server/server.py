@@ -1,0 +1,251 @@
+"""The language server: LSP messages in, ``Workspace`` calls, diagnostics and code actions out.
+
+Wiring only: the analysis is ``workspace.Workspace``, the conversions ``convert``.  Every handler runs
+inside ``_guard``: whatever goes wrong becomes one ``window/logMessage`` and the server keeps answering.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from functools import wraps
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from .. import __version__
+from . import convert
+from .workspace import Settings, Workspace
+
+
+class MpslintServer(LanguageServer):
+    def __init__(self):
+        super().__init__("mpslint", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+        self.state: Workspace | None = None
+        self.settings = Settings()
+        self.root: str | None = None
+        self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.published: dict[str, list[lsp.Diagnostic]] = {}  # uri -> what the client shows
+        self.kinds: dict[str, str] = {}  # uri -> source kind (for the suppression comment)
+
+    # ------------------------------------------------------------------ logging
+    def log(self, message: str, level: lsp.MessageType = lsp.MessageType.Error) -> None:
+        try:
+            self.window_log_message(lsp.LogMessageParams(type=level, message=f"mpslint: {message}"))
+        except Exception:  # no client to tell: nothing else to do
+            pass
+
+    def report_server_error(self, error, source):
+        """pygls' own failures (a message it cannot parse or answer): one log line, never a pop-up."""
+        self.log(f"internal error: {type(error).__name__}: {error}")
+
+    # ------------------------------------------------------------------ analysis
+    def start(self) -> None:
+        settings, problems = Settings.from_options(getattr(self, "init_options", None))
+        self.settings = settings
+        for p in problems:
+            self.log(p, lsp.MessageType.Warning)
+        if self.root is None:
+            self.log("no workspace folder: the dispatch graph is built from the open files' own tree", lsp.MessageType.Warning)
+            return
+        self.state = Workspace(self.root, settings)
+        if self.state.problems:
+            self.log("; ".join(p.splitlines()[0] for p in self.state.problems), lsp.MessageType.Warning)
+
+    def ensure_state(self, fs_path: str) -> Workspace | None:
+        if self.state is None and self.root is None:
+            # no workspace folder: the file's own checkout (the folder holding aten/, else its directory)
+            from pathlib import Path
+
+            from ..discovery import NATIVE_FUNCTIONS_REL
+
+            p = Path(fs_path).resolve().parent
+            root = next((a for a in [p, *p.parents] if (a / NATIVE_FUNCTIONS_REL).is_file() or (a / ".git").exists()), p)
+            self.root = str(root)
+            self.state = Workspace(root, self.settings)
+        return self.state
+
+    def lintable(self, uri: str) -> bool:
+        doc = self.workspace.get_text_document(uri)
+        if doc.path is None:
+            return False
+        state = self.ensure_state(doc.path)
+        d = state.discovered(doc.path) if state is not None else None
+        if d is None:
+            return False
+        if d.kind == "python" and "compile_shader" not in doc.source:
+            return False  # Python is linted for the Metal it hands to torch.mps.compile_shader
+        self.kinds[uri] = d.kind
+        return True
+
+    def refresh(self, uri: str) -> None:
+        """Re-analyse one document from its buffer and publish; a yaml change re-lints every open document."""
+        self.pending.pop(uri, None)
+        if uri not in self.workspace.text_documents or not self.lintable(uri):
+            return
+        doc = self.workspace.get_text_document(uri)
+        changed, internal = self.state.update(doc.path, doc.source)
+        for msg in internal:
+            self.log(msg)
+        self.publish(uri)
+        if changed and self.kinds.get(uri) == "yaml":
+            self.publish_others(uri)
+
+    def publish_others(self, uri: str) -> None:
+        for other in list(self.workspace.text_documents):
+            if other != uri and other in self.kinds:
+                self.publish(other)
+
+    def publish(self, uri: str) -> None:
+        doc = self.workspace.get_text_document(uri)
+        outcome = self.state.lint(doc.path)
+        for msg in outcome.internal:
+            self.log(msg)
+        lines = convert.Lines(doc.source, self.workspace.position_encoding or lsp.PositionEncodingKind.Utf16)
+        diags = [convert.diagnostic(f, lines) for f in outcome.findings]
+        for e in outcome.errors:
+            if e.fatal:  # nothing of the buffer could be linted: say so once, show nothing
+                self.log(str(e), lsp.MessageType.Warning)
+            else:
+                diags.append(convert.file_error_diagnostic(e, lines))
+        self.published[uri] = diags
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=doc.version))
+
+    def schedule(self, uri: str) -> None:
+        old = self.pending.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        loop = asyncio.get_running_loop()
+        self.pending[uri] = loop.call_later(self.settings.debounce_ms / 1000, _guarded_call(self, self.refresh), uri)
+
+    def close(self, uri: str) -> None:
+        old = self.pending.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        self.published.pop(uri, None)
+        kind = self.kinds.pop(uri, None)
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        path = to_fs_path(uri)
+        if self.state is not None and path and kind is not None:
+            changed, internal = self.state.update(path, None)  # the file on disk is context again
+            for msg in internal:
+                self.log(msg)
+            if changed and kind == "yaml":
+                self.publish_others(uri)
+
+    # ------------------------------------------------------------------ requests
+    def code_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        uri = params.text_document.uri
+        if uri not in self.workspace.text_documents:
+            return []
+        doc = self.workspace.get_text_document(uri)
+        lines = convert.Lines(doc.source, self.workspace.position_encoding or lsp.PositionEncodingKind.Utf16)
+        fixes, suppressions = [], []
+        for diag in self.published.get(uri, []):
+            if not _overlaps(diag.range, params.range):
+                continue
+            action = convert.fix_action(uri, diag, lines)
+            if action is not None:
+                fixes.append(action)
+            action = convert.suppress_action(uri, diag, lines, self.kinds.get(uri, "host"))
+            if action is not None:
+                suppressions.append(action)
+        only = params.context.only
+        out = fixes + suppressions
+        if only:
+            out = [a for a in out if any(str(a.kind).startswith(str(k)) for k in only)]
+        return out
+
+    def hover(self, params: lsp.HoverParams) -> lsp.Hover | None:
+        uri = params.text_document.uri
+        pos = params.position
+        codes = []
+        for diag in self.published.get(uri, []):
+            if _contains(diag.range, pos) and isinstance(diag.code, str) and diag.code not in codes:
+                codes.append(diag.code)
+        pages = [p for p in (convert.hover_markdown(c) for c in codes) if p]
+        if not pages:
+            return None
+        return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value="\n\n---\n\n".join(pages)))
+
+
+def _overlaps(a: lsp.Range, b: lsp.Range) -> bool:
+    return (a.start.line, a.start.character) <= (b.end.line, b.end.character) and (b.start.line, b.start.character) <= (a.end.line, a.end.character)
+
+
+def _contains(r: lsp.Range, p: lsp.Position) -> bool:
+    return (r.start.line, r.start.character) <= (p.line, p.character) <= (r.end.line, r.end.character)
+
+
+def _guarded_call(server: MpslintServer, fn):
+    @wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:  # never a crash: one log message with where it happened
+            tb = traceback.format_exc(limit=6)
+            server.log(f"internal error in {fn.__name__}: {type(e).__name__}: {e}\n{tb}")
+            return None
+
+    return call
+
+
+def build_server() -> MpslintServer:
+    server = MpslintServer()
+    guard = lambda fn: _guarded_call(server, fn)  # noqa: E731
+
+    @server.feature(lsp.INITIALIZE)
+    @guard
+    def initialize(params: lsp.InitializeParams):
+        folders = params.workspace_folders or []
+        uri = folders[0].uri if folders else params.root_uri
+        server.root = to_fs_path(uri) if uri else params.root_path
+        server.init_options = params.initialization_options
+
+    @server.feature(lsp.INITIALIZED)
+    @guard
+    def initialized(params: lsp.InitializedParams):
+        server.start()
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    @guard
+    def did_open(params: lsp.DidOpenTextDocumentParams):
+        server.refresh(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    @guard
+    def did_change(params: lsp.DidChangeTextDocumentParams):
+        server.schedule(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    @guard
+    def did_save(params: lsp.DidSaveTextDocumentParams):
+        uri = params.text_document.uri
+        old = server.pending.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        server.refresh(uri)
+        if uri in server.kinds and server.kinds[uri] != "yaml":
+            server.publish_others(uri)  # a saved file is context for the other open files
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    @guard
+    def did_close(params: lsp.DidCloseTextDocumentParams):
+        server.close(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]))
+    @guard
+    def code_action(params: lsp.CodeActionParams):
+        return server.code_actions(params)
+
+    @server.feature(lsp.TEXT_DOCUMENT_HOVER)
+    @guard
+    def hover(params: lsp.HoverParams):
+        return server.hover(params)
+
+    return server
+
+
+def main() -> None:
+    build_server().start_io()

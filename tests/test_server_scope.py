@@ -1,0 +1,50 @@
+"""The language server's analysis (``mpslint.server.workspace``) gives what ``mpslint check`` gives.
+
+Linting one file in its dispatch-graph neighbourhood must report exactly the whole tree's findings for
+that file, for every fixture file, with the default and with every rule selected.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mpslint.engine import LintOptions, lint
+from mpslint.server.workspace import Settings, Workspace
+
+from .conftest import FIXTURES
+
+
+@pytest.mark.parametrize("select", [None, ["ALL"]], ids=["default", "ALL"])
+def test_every_fixture_file_linted_alone_matches_check(select, tmp_path):
+    root = FIXTURES / "aten"
+    full = lint(LintOptions(paths=[str(root)], cwd=root, select=select))
+    for scope in ("neighbourhood", "tree"):
+        ws = Workspace(root, Settings(select=select, scope=scope, no_cache=True))
+        assert len(ws.entries) >= 25 and not ws.problems
+        for path, entry in sorted(ws.entries.items()):
+            want = [f for f in full.findings if f.path == path]
+            got = ws.lint(entry.discovered.fs_path)
+            assert got.findings == want, f"{scope}: {path}"
+            assert not got.internal
+
+
+def test_buffer_update_reanalyses_only_that_file(tmp_path):
+    import shutil
+
+    root = tmp_path / "aten"
+    shutil.copytree(FIXTURES / "aten", root)
+    ws = Workspace(root, Settings(no_cache=True))
+    shape = root / "src/ATen/native/mps/operations/Shape.mm"
+    before = {p: e.facts for p, e in ws.entries.items()}
+    changed, internal = ws.update(str(shape), shape.read_text(encoding="utf-8"))
+    assert (changed, internal) == (False, [])  # the same text: nothing recomputed
+    text = shape.read_text(encoding="utf-8").replace("static_cast<uint32_t>(in.numel())", "in.numel()")
+    changed, internal = ws.update(str(shape), text)
+    assert changed and not internal
+    rel = ws.path_of(str(shape))
+    assert [p for p, e in ws.entries.items() if e.facts is not before[p]] == [rel]
+    assert shape.read_text(encoding="utf-8") != text  # the buffer is never written
+    changed, _ = ws.update(str(shape), "\x00binary")
+    assert changed and rel not in ws.entries and ws.lint(str(shape)).errors[0].fatal
+    changed, _ = ws.update(str(shape), None)  # closed: the file on disk again
+    assert changed and ws.entries[rel].source.text == shape.read_text(encoding="utf-8")
