@@ -29,59 +29,34 @@ Wrap the value in `c10::checked_convert<T>(value, "T")` (`<c10/util/TypeCast.h>`
 iterator with `with_32bit_indexing()`. The automatic fix rewrites `static_cast<uint32_t>(x)` into
 `c10::checked_convert<uint32_t>(x, "uint32_t")`.
 
-Also counted as bounds: a guard on a product that contains the value (`n * D <= INT32_MAX` bounds `D`), a
-local flag holding such a bound (`use32 = (n - 1) * stride <= INT32_MAX; if (use32) ...`, or
-`canUse32BitIndexMath(t)`), a comparison with a named limit constant (`t.numel() <= kMaxNumel`), and
-`std::min(kChunk, rest)` with a constant that fits. Dimension counts (`t.dim()`, `t.sizes().size()`,
-`iter.ndim()`) are not sizes and are not flagged.
+The rule asks the semantic model (`mpslint/semantic/`): the narrowed value's type must be a 64-bit integer
+(an `int` ternary of literals is not), it must come from a tensor's or iterator's sizes (through locals and
+aliases: `auto n = t.numel(); ... uint32_t(n)`), and its range must not fit the target type. Ranges come
+from constants (`const uint k = 4;`, `constexpr` limits), `std::min`, `%`, masks and shifts, and from the
+checks that dominate the narrowing: `TORCH_CHECK`, `if (...) return/throw`, the branch of an `if`,
+`can_use_32bit_indexing()`, `canUse32BitIndexMath(t)`, and boolean helpers (`TORCH_CHECK(fits(n))` with
+`bool fits(int64_t n) { return n <= kMax; }`). A check bounds only the value it compares: bounding `rows`
+does not bound `rows * cols`, `A || B` proves only what both arms prove. A bound on a product of sizes
+bounds each factor (`n * D <= INT32_MAX` bounds `D`). Dimension counts (`t.dim()`, `t.sizes().size()`,
+`iter.ndim()`) are at most 64 and never flagged.
+
+**Severity.** A linear extent (a numel, a product of sizes, a byte count or offset) narrowed unchecked is an
+error; one dimension's size or stride is a warning: the message says which.
 
 Guide: *Working with Large Tensors* — "Use a checked cast when narrowing".
 """
 
 from __future__ import annotations
 
-import re
-
 from mpslint import hostflow as hf
 from mpslint.model import Fix, Severity
 from mpslint.rule import Rule
+from mpslint.semantic.expressions import strip_parens, walk
+from mpslint.semantic.model import CHECKED, semantic_model
+from mpslint.semantic.types import fits
 
-_CHECKED = re.compile(r"checked_convert|safe_downcast|narrow_cast")
-_ITER_SIZE = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:\.|->)\s*(numel|shape|strides|stride|size)\s*\(")
+_FIXABLE = ("uint32_t", "int32_t", "int", "uint16_t", "int16_t")
 
-
-# the number of dimensions (`t.dim()`, `t.sizes().size() - 1`): at most a few dozen, never wraps
-_DIM_COUNT = re.compile(r"[\w.\->()\[\]]*?(?:\.|->)(?:dim|ndim|ndimension)\(\)(?:\s*[-+]\s*\d+)?|[\w.\->()\[\]]*?(?:\.|->)(?:sizes|strides)\(\)\s*\.\s*size\(\)(?:\s*[-+]\s*\d+)?")
-
-
-def _min_with_small_constant(fn, text: str) -> bool:
-    """`std::min(max_chunk, total - base)` with `constexpr size_t max_chunk = 0x80000000`: the minimum of anything
-    and a constant that fits in 32 bits fits too (chunked copies bound each piece this way)."""
-    m = re.fullmatch(r"(?:std::)?min\s*(?:<[^<>]*>)?\s*\((.*)\)", text.strip(), re.S)
-    if not m:
-        return False
-    depth, parts, cur = 0, [], ""
-    for ch in m.group(1):
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-            continue
-        depth += ch in "(<[{"
-        depth -= ch in ")>]}"
-        cur += ch
-    parts.append(cur)
-
-    def small(arg: str) -> bool:
-        a = arg.strip()
-        lit = re.fullmatch(r"(0[xX][0-9a-fA-F]+|\d+)[uUlL]*", a)
-        if lit:
-            return int(lit.group(1), 0) <= 0xFFFFFFFF
-        for d in fn.decls:
-            if d.name == a and d.init is not None and re.search(r"\bconst(?:expr)?\b", d.type):
-                return small(d.init.text)
-        return False
-
-    return len(parts) == 2 and any(small(x) for x in parts)
 
 class UncheckedNarrowing(Rule):
     code = "MPS102"
@@ -94,55 +69,63 @@ class UncheckedNarrowing(Rule):
 
     def check(self, ctx):
         hosts = ctx.project.hosts
+        model = semantic_model(ctx.project)
         sub_callees = hf.subiter_callees(hosts)
         for path in sorted(hosts):
             facts = hosts[path]
             has_include = any(i.header == "c10/util/TypeCast.h" for i in facts.includes)
             for fn in facts.functions:
-                yield from self._check_fn(ctx, path, fn, fn.name in sub_callees, has_include, facts.includes)
+                yield from self._check_fn(ctx, path, model.function(fn, facts), fn.name in sub_callees, has_include, facts.includes)
 
-    def _check_fn(self, ctx, path, fn, is_subiter_callee, has_include, includes=()):
-        svars = hf.size_vars(fn)
+    def _check_fn(self, ctx, path, fm, is_subiter_callee, has_include, includes=()):
+        fn = fm.fn
         iters = set(hf.iter_params(fn))
         loops = hf.subiter_loops(fn)
         for var, _it in loops.values():
             iters.add(var)
-        split_at = hf.has_32bit_check(fn)
         iter_safe = hf.splits(fn) or is_subiter_callee
 
-        def value_of(text: str) -> str | None:
-            t = text.strip()
-            while t.startswith("(") and t.endswith(")"):
-                t = t[1:-1].strip()
-            if _CHECKED.search(t) or _DIM_COUNT.fullmatch(t) or _min_with_small_constant(fn, t):
+        def problem(node, stmt, target):
+            """Why narrowing ``node`` to ``target`` at ``stmt`` may wrap: (extent, near-miss check) or None."""
+            n = strip_parens(node)
+            if any(x.kind in ("call", "cast") and x.op in CHECKED for x in walk(n)):
                 return None
-            if hf.is_size_expr(t):
-                return t
-            for v, (init, _s) in svars.items():
-                if re.search(r"(?<![\w.])" + re.escape(v) + r"\b(?!\s*\()", t):
-                    return init if t == v else t
-            return None
+            src = fm.type_of(n, stmt)
+            if not src.is_int or src.bits < 64 or not target.is_int or target.bits >= 64:
+                return None
+            extent = fm.extent(n, stmt)
+            if extent is None:
+                return None
+            o, at = fm.origin(n, stmt)
+            recv = strip_parens(o).receiver if o.kind == "call" else None
+            if recv is not None and recv.kind == "id" and recv.op in iters and (iter_safe or hf.in_loop(fn, stmt, loops)):
+                return None
+            r = fm.range(n, stmt)
+            if fits(r.lo if r.lo is not None else -(1 << 70), r.hi if r.hi is not None else 1 << 70, target):
+                return None
+            return extent, fm.near_miss(n, stmt)
 
-        def safe(stmt: int, value: str, call_stmt: int) -> bool:
-            m = _ITER_SIZE.match(value)
-            if m and m.group(1) in iters:
-                if iter_safe or (0 <= split_at <= call_stmt) or hf.in_loop(fn, call_stmt, loops):
-                    return True
-            return hf.guarded(fn, stmt, value)
+        def message_tail(extent, miss, shown):
+            what = "a linear extent (numel, product of sizes, bytes or offset)" if extent == "linear" else "one dimension's size or stride"
+            tail = f" It is {what}."
+            if miss is not None:
+                tail += f" The check at line {miss.line} does not bound `{shown}`."
+            return tail
 
-        reported: set[int] = set()
+        def severity(extent):
+            return Severity.ERROR if extent == "linear" else Severity.WARNING
+
         for cast in fn.casts:
-            if cast.kind not in ("static_cast", "c_style", "functional"):
+            if cast.kind not in ("static_cast", "c_style", "functional") or cast.operand.tree is None:
                 continue
             typ = cast.type.strip()
-            if not hf.NARROW_TYPES.match(typ):
+            target = fm.scope.type_of_text(typ)
+            got = problem(cast.operand.tree, cast.stmt, target)
+            if got is None:
                 continue
-            value = value_of(cast.operand.text)
-            if value is None or safe(cast.stmt, value, cast.stmt) or hf.guarded(fn, cast.stmt, cast.operand.text.strip()):
-                continue
-            reported.add(cast.span.start)
+            extent, miss = got
             fix = None
-            if cast.kind == "static_cast" and typ in ("uint32_t", "int32_t", "int", "uint16_t", "int16_t"):
+            if cast.kind == "static_cast" and typ in _FIXABLE:
                 src = ctx.source(path, cast.operand.span)
                 edits = [ctx.edit(path, cast.span.start, cast.span.end, f'c10::checked_convert<{typ}>({src}, "{typ}")')]
                 if not has_include and includes:
@@ -154,56 +137,77 @@ class UncheckedNarrowing(Rule):
                 path,
                 cast.span,
                 f"`{cast.operand.text}` (int64) is narrowed to `{typ}` unchecked; past 2^32 elements it wraps silently. "
-                f'Use `c10::checked_convert<{typ}>({cast.operand.text}, "{typ}")` or guard it with `TORCH_CHECK`.',
+                f'Use `c10::checked_convert<{typ}>({cast.operand.text}, "{typ}")` or guard it with `TORCH_CHECK`.'
+                + message_tail(extent, miss, cast.operand.text),
                 fix=fix,
+                severity=severity(extent),
             )
-        narrow_arrays = {d.name for d in fn.decls if d.array and hf.NARROW_TYPES.match(d.type.strip())}
-        narrow_arrays |= {d.name for d in fn.decls if re.search(r"std::array\s*<\s*(uint32_t|int32_t|int|uint)\s*,", d.type)}
         for d in fn.decls:
-            if d.init is None:
+            if d.init is None or d.init.tree is None:
                 continue
-            typ = d.type.strip()
-            arr = re.search(r"std::array\s*<\s*(uint32_t|int32_t|int|uint)\s*,", typ)
-            if d.array or arr:
-                if not (arr or hf.NARROW_TYPES.match(typ)):
+            declared = fm.scope.type_of_text(d.type)
+            init = d.init.tree
+            if d.array or declared.kind == "container":
+                elem = declared.elem if declared.kind == "container" and declared.elem is not None else declared
+                if d.array and declared.kind == "container":
+                    elem = declared.elem
+                if elem is None or not elem.is_int or init.kind != "init":
                     continue
-                items = [x.strip() for x in d.init.text.strip("{} ").split(",")] if d.init.text.startswith("{") else []
-                bad = [x for x in items if value_of(x) and not re.search(r"static_cast|\b(int|uint32_t|uint)\s*\(", x) and not safe(d.stmt, value_of(x), d.stmt)]
+                bad = []
+                for item in init.kids:
+                    if strip_parens(item).kind == "cast":
+                        continue  # an explicit cast is reported itself
+                    got = problem(item, d.stmt, elem)
+                    if got is not None:
+                        bad.append((item, got))
                 if bad:
+                    item, (extent, miss) = bad[0]
                     yield ctx.finding(
                         self,
                         path,
                         d.init.span,
-                        f"`{bad[0]}` (int64) is stored in a 32-bit array `{d.name}` unchecked; use "
-                        f"`c10::checked_convert<{arr.group(1) if arr else typ.split()[-1]}>` for each element or guard the sizes.",
+                        f"`{item.text}` (int64) is stored in a 32-bit array `{d.name}` unchecked; use "
+                        f"`c10::checked_convert<{elem}>` for each element or guard the sizes." + message_tail(extent, miss, item.text),
+                        severity=severity(extent),
                     )
                 continue
-            if not hf.NARROW_TYPES.match(typ):
-                continue
-            init = d.init.text
-            if re.search(r"static_cast|\((?:uint32_t|int32_t|int|uint|unsigned)\)|\b(?:uint32_t|int32_t|int|uint)\s*\(", init):
+            if strip_parens(init).kind == "cast" or not declared.is_int:
                 continue  # the explicit cast is reported itself
-            value = value_of(init)
-            if value is None or safe(d.stmt, value, d.stmt) or hf.guarded(fn, d.stmt, init.strip()):
+            got = problem(init, d.stmt, declared)
+            if got is None:
                 continue
+            extent, miss = got
+            short = d.type.split()[-1]
             yield ctx.finding(
                 self,
                 path,
                 d.span,
-                f"`{d.name}` is `{typ}` but initialised from `{init}` (int64): implicit narrowing wraps past 2^32. "
-                f'Use `c10::checked_convert<{typ.split()[-1]}>({init}, "{typ.split()[-1]}")`.',
+                f"`{d.name}` is `{d.type.strip()}` but initialised from `{d.init.text}` (int64): implicit narrowing wraps past 2^32. "
+                f'Use `c10::checked_convert<{short}>({d.init.text}, "{short}")`.' + message_tail(extent, miss, d.init.text),
+                severity=severity(extent),
             )
         for a in fn.assigns:
-            m = re.match(r"([A-Za-z_]\w*)\s*\[", a.lhs)
-            if not m or m.group(1) not in narrow_arrays or a.op != "=":
+            if a.op != "=" or a.rhs.tree is None:
                 continue
-            value = value_of(a.rhs.text)
-            if value is None or re.search(r"static_cast|checked_convert", a.rhs.text) or safe(a.stmt, value, a.stmt):
+            lhs = None
+            for sub in fn.subscripts:
+                if sub.stmt == a.stmt and sub.tree is not None and sub.span.start == a.span.start:
+                    lhs = sub.tree
+            if lhs is None:
                 continue
+            target = fm.type_of(lhs, a.stmt)
+            base = strip_parens(lhs.kids[0])
+            if base.kind != "id" or strip_parens(a.rhs.tree).kind == "cast":
+                continue
+            got = problem(a.rhs.tree, a.stmt, target)
+            if got is None:
+                continue
+            extent, miss = got
             yield ctx.finding(
                 self,
                 path,
                 a.span,
-                f"`{a.rhs.text}` (int64) is stored into the 32-bit array `{m.group(1)}` unchecked; "
-                f"use `c10::checked_convert` or guard the value with `TORCH_CHECK`.",
+                f"`{a.rhs.text}` (int64) is stored into the 32-bit array `{base.op}` unchecked; "
+                f"use `c10::checked_convert` or guard the value with `TORCH_CHECK`." + message_tail(extent, miss, a.rhs.text),
+                severity=severity(extent),
             )

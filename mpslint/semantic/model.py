@@ -1,0 +1,678 @@
+"""The queries rules ask: the type of an expression, where a value comes from, what bounds it and where.
+
+``SemanticModel(project)`` is built once per run; ``model.function(path, fn)`` gives a ``FunctionModel`` with
+
+- ``type_of(node, stmt)``: the C++/MSL type (promotions, conversions, ``?:``, literals, ``auto``, the PyTorch API);
+- ``key(node, stmt)``: a canonical key of the value, locals replaced by their single reaching definition, so
+  ``auto n = t.numel(); ... n`` and ``t.numel()`` have the same key, and so do aliases of one tensor;
+- ``range(node, stmt)``: an interval from constants, types, the API, ``min``/``%``/masks/shifts and the
+  dominating guards;
+- ``bounds(stmt)``: what every dominating check proves (key -> interval, and the check);
+- ``extent(node, stmt)``: ``"linear"`` for a numel, a product of sizes, a byte count or offset; ``"dim"`` for
+  one size or stride; None for anything else.
+
+Boolean helpers are summarised once (``return h <= 256 && ...``) and applied where they are called.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..facts.cpp import Function
+from . import ranges as R
+from .definitions import Definitions
+from .expressions import Node, int_literal, strip_parens
+from .guards import Condition, dominating_conditions
+from .ranges import Interval
+from .symbols import FileTables, Scope
+from .types import (
+    BOOL, DOUBLE, INT32, INT64, INT_ARRAY, INT8, SIZE_T, UINT32, UINT64, UNKNOWN, CType, arith, common, literal_type,
+    parse_type, promote,
+)
+
+_MAX_DEPTH = 10
+LINEAR_CALLS = {"numel", "nbytes", "storage_offset", "num_output_elements", "sym_numel", "storage_nbytes"}
+DIM_CALLS = {"size", "stride", "sym_size", "sym_stride"}
+ARRAY_CALLS = {"sizes", "strides", "shape", "sym_sizes", "sym_strides"}
+COUNT_CALLS = {"dim", "ndim", "ndimension", "ntensors", "ninputs", "noutputs", "num_reduce_dims"}
+ELEM_CALLS = {"element_size", "itemsize"}
+CHECKED = {"checked_convert", "safe_downcast", "narrow_cast", "checked_cast"}
+NAMED_LIMITS = {
+    "INT_MAX": R.INT32_MAX, "INT32_MAX": R.INT32_MAX, "UINT_MAX": R.UINT32_MAX, "UINT32_MAX": R.UINT32_MAX,
+    "INT16_MAX": (1 << 15) - 1, "UINT16_MAX": (1 << 16) - 1, "INT64_MAX": (1 << 63) - 1, "SIZE_MAX": (1 << 64) - 1,
+    "CHAR_BIT": 8, "UINT8_MAX": 255, "INT8_MAX": 127,
+}
+_VEC_COMPONENTS = {"x", "y", "z", "w", "r", "g", "b", "a"}
+_SIZE_RANGE = Interval(0, (1 << 63) - 1)
+_COMPARE = {"<", "<=", ">", ">=", "==", "!="}
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+_NEGATE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+@dataclass(frozen=True)
+class Bound:
+    interval: Interval
+    condition: Condition | None
+
+
+class SemanticModel:
+    """Project-wide tables and helper summaries, and one ``FunctionModel`` per function, built on demand."""
+
+    def __init__(self, project):
+        typedefs: dict[str, str] = {}
+        structs: dict[str, dict[str, str]] = {}
+        constants: dict = {}
+        self._files: dict[str, list] = {}
+        for path, facts in sorted((getattr(project, "hosts", {}) or {}).items()):
+            self._files.setdefault(path, []).extend([facts, *getattr(facts, "embedded", [])])
+        for path, lst in sorted((getattr(project, "metals", {}) or {}).items()):
+            self._files.setdefault(path, []).extend(x for x in lst if all(x is not y for y in self._files[path]))
+        for path in sorted(self._files):
+            for sub in self._files[path]:
+                for k, v in (getattr(sub, "typedefs", None) or {}).items():
+                    typedefs.setdefault(k, v)
+                for k, v in (getattr(sub, "structs", None) or {}).items():
+                    structs.setdefault(k, v)
+                for k, v in (getattr(sub, "constants", None) or {}).items():
+                    constants.setdefault(k, v)
+        self.tables = FileTables(typedefs, structs, constants)
+        self._file_tables: dict[int, FileTables] = {}
+        self._functions: dict[int, FunctionModel] = {}
+        self.helpers: dict[str, tuple[tuple[str, ...], Node, "FunctionModel"]] = {}
+        self._helper_facts: dict[str, tuple[Function, object]] = {}
+        for path in sorted(self._files):
+            for sub in self._files[path]:
+                for fn in getattr(sub, "functions", []):
+                    if fn.return_type.replace("static", "").replace("inline", "").replace("constexpr", "").strip() in ("bool", "BOOL"):
+                        self._helper_facts.setdefault(fn.name, (fn, sub))
+
+    def tables_for(self, facts) -> FileTables:
+        t = self._file_tables.get(id(facts))
+        if t is None:
+            t = self._file_tables[id(facts)] = FileTables(
+                getattr(facts, "typedefs", None) or {}, getattr(facts, "structs", None) or {}, getattr(facts, "constants", None) or {}, self.tables
+            )
+        return t
+
+    def function(self, fn: Function, facts=None) -> "FunctionModel":
+        m = self._functions.get(id(fn))
+        if m is None:
+            m = self._functions[id(fn)] = FunctionModel(self, fn, self.tables_for(facts) if facts is not None else self.tables)
+        return m
+
+    def helper(self, name: str) -> tuple[tuple[str, ...], Node, "FunctionModel"] | None:
+        """A boolean helper whose body is one ``return <expr>;``: its parameters, that expression, its model."""
+        if name in self.helpers:
+            return self.helpers[name]
+        got = None
+        entry = self._helper_facts.get(name)
+        if entry is not None:
+            fn, facts = entry
+            rets = [(i, s) for i, s in enumerate(fn.stmts) if s.kind == "return_statement" and s.tree is not None]
+            if len(rets) == 1 and not any(s.kind == "if_statement" for s in fn.stmts):
+                got = (tuple(p.name for p in fn.params), rets[0][1].tree, self.function(fn, facts))
+        self.helpers[name] = got
+        return got
+
+
+class FunctionModel:
+    def __init__(self, model: SemanticModel, fn: Function, tables: FileTables):
+        self.model = model
+        self.fn = fn
+        self.scope = Scope(fn, tables)
+        self.defs = Definitions(fn)
+        self._bounds: dict[int, dict[str, Bound]] = {}
+
+    # ------------------------------------------------------------------ values
+    def values(self, name: str, stmt: int) -> list[tuple[Node | None, int]] | None:
+        """The values ``name`` may hold at ``stmt`` with the statement each was computed at; None when ``name``
+        is not a local, parameter or constant mpslint can see."""
+        sym = self.scope.lookup(name, stmt)
+        if sym is None:
+            return None
+        if sym.decl is None:  # file scope constant
+            return [(sym.init, -1)]
+        if sym.stmt < 0:  # parameter
+            return [(None, -1)] + [(d.value, d.stmt) for d in self.defs.reaching(name, -1, stmt)]
+        reach = self.defs.reaching(name, sym.stmt, stmt)
+        killers = [d for d in reach if d.value is not None and self._dominates(d.stmt, stmt)]
+        if killers:
+            last = max(killers, key=lambda d: d.stmt)
+            return [(d.value, d.stmt) for d in reach if d.stmt >= last.stmt or not self._dominates(d.stmt, last.stmt)]
+        return [(sym.init, sym.stmt)] + [(d.value, d.stmt) for d in reach]
+
+    def _dominates(self, a: int, b: int) -> bool:
+        st = self.fn.stmts
+        if not (0 <= a < len(st) and 0 <= b < len(st)) or a >= b:
+            return False
+        pa = st[a].parents
+        return tuple((st[b].parents + (b,))[: len(pa)]) == tuple(pa) and not any(st[p].kind in ("for_statement", "while_statement", "for_range_loop", "do_statement") for p in st[b].parents if p not in pa)
+
+    def origin(self, node: Node, stmt: int, depth: int = 0) -> tuple[Node, int]:
+        """``node`` with a local replaced by its single reaching value (transitively): where the value comes from."""
+        n = strip_parens(node)
+        while n.kind == "id" and depth < _MAX_DEPTH:
+            vals = self.values(n.op, stmt)
+            if not vals or len(vals) != 1 or vals[0][0] is None:
+                break
+            v, at = vals[0]
+            if v.kind == "init" and len(v.kids) == 1:
+                v = v.kids[0]
+            n, stmt, depth = strip_parens(v), at, depth + 1
+        return n, stmt
+
+    def key(self, node: Node, stmt: int, depth: int = 0, env: dict | None = None) -> str:
+        """The canonical key of the value ``node`` holds at ``stmt``."""
+        n = strip_parens(node)
+        if depth > _MAX_DEPTH:
+            return n.key()
+        if n.kind == "id":
+            if env and n.op in env:
+                caller, arg, at = env[n.op]
+                return caller.key(arg, at, depth + 1)
+            o, at = self.origin(n, stmt, depth)
+            if o is not n:
+                return self.key(o, at, depth + 1)
+            return n.op
+        if n.kind == "member":
+            return f"{self.key(n.kids[0], stmt, depth + 1, env)}.{n.op}" if n.kids else n.op
+        if n.kind == "call":
+            c = n.kids[0]
+            head = f"{self.key(c.kids[0], stmt, depth + 1, env)}.{c.op}" if c.kind == "member" and c.kids else c.key()
+            targs = f"<{n.extra}>" if n.extra else ""
+            return head + targs + "(" + ",".join(self.key(a, stmt, depth + 1, env) for a in n.kids[1:]) + ")"
+        if n.kind == "index":
+            return f"{self.key(n.kids[0], stmt, depth + 1, env)}[{self.key(n.kids[1], stmt, depth + 1, env)}]"
+        if n.kind == "binary":
+            return f"({self.key(n.kids[0], stmt, depth + 1, env)}{n.op}{self.key(n.kids[1], stmt, depth + 1, env)})"
+        if n.kind == "cast":
+            return f"({n.extra}){self.key(n.kids[0], stmt, depth + 1, env)}" if n.kids else n.key()
+        if n.kind == "unary":
+            return f"{n.op}{self.key(n.kids[0], stmt, depth + 1, env)}"
+        return n.key()
+
+    # ------------------------------------------------------------------ types
+    def type_of(self, node: Node, stmt: int, depth: int = 0) -> CType:
+        n = strip_parens(node)
+        if depth > _MAX_DEPTH:
+            return UNKNOWN
+        k = n.kind
+        if k == "int":
+            return literal_type(n.op)
+        if k == "float":
+            return literal_type(n.op)
+        if k == "bool":
+            return BOOL
+        if k == "char":
+            return INT8
+        if k == "id":
+            if n.op in NAMED_LIMITS:
+                return INT32 if n.op in ("INT_MAX", "INT32_MAX") else (UINT32 if n.op in ("UINT_MAX", "UINT32_MAX") else INT64)
+            sym = self.scope.lookup(n.op, stmt)
+            if sym is None:
+                return UNKNOWN
+            if sym.type.name == "auto" or (sym.type.kind == "unknown" and sym.init is not None):
+                if sym.init is not None:
+                    init = sym.init.kids[0] if sym.init.kind == "init" and len(sym.init.kids) == 1 else sym.init
+                    return self.type_of(init, sym.stmt, depth + 1)
+                return UNKNOWN
+            return sym.type
+        if k == "member":
+            base = self.type_of(n.kids[0], stmt, depth + 1) if n.kids else UNKNOWN
+            if base.kind == "vector" and n.op in _VEC_COMPONENTS:
+                return base.elem or UNKNOWN
+            if base.kind == "vector" and len(n.op) > 1 and set(n.op) <= _VEC_COMPONENTS:
+                return CType("vector", name=f"{base.elem}{len(n.op)}", elem=base.elem, count=len(n.op))
+            if base.kind == "ptr" and base.elem is not None:
+                base = base.elem
+            ft = self.scope.field_type(base, n.op)
+            return ft or UNKNOWN
+        if k == "call":
+            return self._call_type(n, stmt, depth)
+        if k == "index":
+            base = self.type_of(n.kids[0], stmt, depth + 1)
+            if base.kind in ("container", "ptr", "vector") and base.elem is not None:
+                return base.elem
+            return UNKNOWN
+        if k == "cast":
+            return self.scope.type_of_text(n.extra)
+        if k == "unary":
+            if n.op == "!":
+                return BOOL
+            t = self.type_of(n.kids[0], stmt, depth + 1)
+            if n.op == "*":
+                return t.elem if t.kind in ("ptr", "container") and t.elem is not None else UNKNOWN
+            if n.op == "&":
+                return CType("ptr", 64, False, "ptr", elem=t)
+            if n.op in ("++", "--"):
+                return t
+            return promote(t) if t.is_int else t
+        if k == "postfix":
+            return self.type_of(n.kids[0], stmt, depth + 1)
+        if k == "binary":
+            if n.op in _COMPARE or n.op in ("&&", "||"):
+                return BOOL
+            a = self.type_of(n.kids[0], stmt, depth + 1)
+            if n.op in ("<<", ">>"):
+                return promote(a) if a.is_int else a
+            b = self.type_of(n.kids[1], stmt, depth + 1)
+            if a.kind == "ptr" and n.op in ("+", "-") and b.is_int:
+                return a
+            return arith(a, b)
+        if k == "cond":
+            return common(self.type_of(n.kids[1], stmt, depth + 1), self.type_of(n.kids[2], stmt, depth + 1))
+        if k == "sizeof":
+            return SIZE_T
+        if k == "assign":
+            return self.type_of(n.kids[0], stmt, depth + 1)
+        if k == "comma":
+            return self.type_of(n.kids[1], stmt, depth + 1)
+        return UNKNOWN
+
+    def _call_type(self, n: Node, stmt: int, depth: int) -> CType:
+        name = n.op
+        recv = n.receiver
+        rt = self.type_of(recv, stmt, depth + 1) if recv is not None else UNKNOWN
+        if name in CHECKED or name in ("numeric_limits",):
+            return self.scope.type_of_text(n.extra.split(",")[0]) if n.extra else UNKNOWN
+        q = n.kids[0].op if n.kids and n.kids[0].kind == "id" else ""
+        if "numeric_limits<" in q:
+            inner = q[q.find("<") + 1 : q.rfind(">")]
+            return self.scope.type_of_text(inner)
+        if recv is not None and rt.kind not in ("container",):
+            if name in LINEAR_CALLS:
+                return SIZE_T if name in ("nbytes", "storage_nbytes") else INT64
+            if name in DIM_CALLS and n.args:
+                return INT64
+            if name in ARRAY_CALLS:
+                return INT_ARRAY
+            if name == "strides" and n.args:
+                return INT_ARRAY
+            if name in COUNT_CALLS:
+                return INT64 if name in ("dim", "ndimension") else INT32
+            if name in ELEM_CALLS:
+                return INT64 if name == "element_size" else SIZE_T
+            if name == "item" and n.extra:
+                return self.scope.type_of_text(n.extra)
+        if recv is not None and name in ("size", "count", "length") and not n.args:
+            return SIZE_T
+        if name in ("min", "max", "clamp", "ceil_div", "abs", "div_up", "round_up"):
+            if n.extra:
+                return self.scope.type_of_text(n.extra)
+            ts = [self.type_of(a, stmt, depth + 1) for a in n.args]
+            out = ts[0] if ts else UNKNOWN
+            for t in ts[1:]:
+                out = arith(out, t)
+            return out
+        if name in ("cast", "static_cast") and n.extra:
+            return self.scope.type_of_text(n.extra)
+        return UNKNOWN
+
+    # ------------------------------------------------------------------ ranges
+    def type_range(self, t: CType) -> Interval:
+        if t.kind in ("int", "bool"):
+            return Interval(t.min(), t.max())
+        return R.TOP
+
+    def range(self, node: Node, stmt: int, depth: int = 0, env: dict | None = None, guards: bool = True) -> Interval:
+        n = strip_parens(node)
+        if depth > _MAX_DEPTH:
+            return R.TOP
+        r = self._range(n, stmt, depth, env)
+        if guards and 0 <= stmt:
+            b = self.bounds(stmt).get(self.key(n, stmt, env=env))
+            if b is not None:
+                r = r.meet(b.interval)
+        return r
+
+    def _range(self, n: Node, stmt: int, depth: int, env) -> Interval:
+        k = n.kind
+        if k == "int":
+            lit = int_literal(n.op)
+            return Interval.point(lit[0]) if lit else R.TOP
+        if k == "bool":
+            return Interval.point(1 if n.op == "true" else 0)
+        if k == "id":
+            if env and n.op in env:
+                caller, arg, at = env[n.op]
+                return caller.range(arg, at, depth + 1)
+            if n.op in NAMED_LIMITS:
+                return Interval.point(NAMED_LIMITS[n.op])
+            vals = self.values(n.op, stmt)
+            sym = self.scope.lookup(n.op, stmt)
+            declared = self.type_range(self.type_of(n, stmt, depth + 1)) if sym is not None else R.TOP
+            if not vals:
+                return declared
+            out = None
+            for v, at in vals:
+                if v is None:
+                    rv = declared
+                else:
+                    if v.kind == "init" and len(v.kids) == 1:
+                        v = v.kids[0]
+                    rv = self.range(v, at, depth + 1) if v.kind != "init" else declared
+                    if declared.bounded and not rv.within(declared.lo, declared.hi):
+                        rv = declared  # the value wraps into the declared type
+                out = rv if out is None else out.join(rv)
+            return (out or R.TOP).meet(declared) if declared.bounded else (out or R.TOP)
+        if k == "member":
+            t = self.type_of(n, stmt, depth + 1)
+            return self.type_range(t)
+        if k == "cast":
+            t = self.scope.type_of_text(n.extra)
+            inner = self.range(n.kids[0], stmt, depth + 1, env) if n.kids else R.TOP
+            tr = self.type_range(t)
+            if not tr.bounded:
+                return inner
+            return inner if inner.within(tr.lo, tr.hi) else tr
+        if k == "unary":
+            a = self.range(n.kids[0], stmt, depth + 1, env)
+            if n.op == "-":
+                return R.neg(a)
+            if n.op == "+":
+                return a
+            if n.op == "!":
+                return Interval(0, 1)
+            return R.TOP
+        if k == "binary":
+            if n.op in _COMPARE or n.op in ("&&", "||"):
+                return Interval(0, 1)
+            f = R.BINARY.get(n.op)
+            if f is None:
+                return R.TOP
+            a = self.range(n.kids[0], stmt, depth + 1, env)
+            b = self.range(n.kids[1], stmt, depth + 1, env)
+            out = f(a, b)
+            t = self.type_of(n, stmt, depth + 1)
+            tr = self.type_range(t)
+            if tr.bounded and not out.within(tr.lo, tr.hi):
+                return tr  # wraps in its own type
+            return out
+        if k == "cond":
+            return self.range(n.kids[1], stmt, depth + 1, env).join(self.range(n.kids[2], stmt, depth + 1, env))
+        if k == "sizeof":
+            return Interval(1, 1 << 16)
+        if k == "call":
+            return self._call_range(n, stmt, depth, env)
+        if k == "index":
+            t = self.type_of(n, stmt, depth + 1)
+            base = strip_parens(n.kids[0])
+            if base.kind == "call" and base.op in ARRAY_CALLS or base.kind == "call" and base.op == "strides":
+                return _SIZE_RANGE
+            return self.type_range(t)
+        return self.type_range(self.type_of(n, stmt, depth + 1))
+
+    def _call_range(self, n: Node, stmt: int, depth: int, env) -> Interval:
+        name = n.op
+        args = n.args
+        q = n.kids[0].op if n.kids and n.kids[0].kind == "id" else ""
+        if "numeric_limits<" in q:
+            t = self.scope.type_of_text(q[q.find("<") + 1 : q.rfind(">")])
+            if name == "max":
+                return Interval.point(t.max()) if t.max() is not None else R.TOP
+            if name in ("min", "lowest"):
+                return Interval.point(t.min()) if t.min() is not None else R.TOP
+        recv = n.receiver
+        if recv is not None:
+            if name in LINEAR_CALLS or (name in DIM_CALLS and args):
+                return _SIZE_RANGE
+            if name in COUNT_CALLS:
+                return Interval(0, 64)
+            if name in ELEM_CALLS:
+                return Interval(1, 16)
+            if name in ("size", "length") and not args:
+                rr = strip_parens(recv)
+                if rr.kind == "call" and rr.op in ARRAY_CALLS:
+                    return Interval(0, 64)
+                return Interval(0, (1 << 63) - 1)
+        if name in CHECKED and n.extra:
+            t = self.scope.type_of_text(n.extra.split(",")[0])
+            return self.type_range(t)
+        if name in ("min", "max") and len(args) == 2:
+            a = self.range(args[0], stmt, depth + 1, env)
+            b = self.range(args[1], stmt, depth + 1, env)
+            return R.minimum(a, b) if name == "min" else R.maximum(a, b)
+        if name == "clamp" and len(args) == 3:
+            return R.maximum(R.minimum(self.range(args[0], stmt, depth + 1, env), self.range(args[2], stmt, depth + 1, env)), self.range(args[1], stmt, depth + 1, env))
+        if name in ("ceil_div", "div_up") and len(args) == 2:
+            a = self.range(args[0], stmt, depth + 1, env)
+            b = self.range(args[1], stmt, depth + 1, env)
+            if a.lo is not None and a.lo >= 0 and b.lo is not None and b.lo >= 1:
+                return Interval(0, a.hi)
+        return self.type_range(self.type_of(n, stmt, depth + 1))
+
+    # ------------------------------------------------------------------ guards
+    def bounds(self, stmt: int) -> dict[str, Bound]:
+        got = self._bounds.get(stmt)
+        if got is None:
+            got = {}
+            for cond in dominating_conditions(self.fn, stmt):
+                for key, iv in self.prove(cond.node, cond.truth, cond.stmt).items():
+                    prev = got.get(key)
+                    got[key] = Bound(iv if prev is None else prev.interval.meet(iv), cond if prev is None else prev.condition)
+            self._bounds[stmt] = got
+        return got
+
+    def conditions(self, stmt: int) -> list[Condition]:
+        return dominating_conditions(self.fn, stmt)
+
+    def prove(self, node: Node, truth: bool, stmt: int, env: dict | None = None, depth: int = 0) -> dict[str, Interval]:
+        """What ``node`` being ``truth`` proves: value key -> interval."""
+        n = strip_parens(node)
+        if depth > _MAX_DEPTH:
+            return {}
+        if n.kind == "unary" and n.op == "!":
+            return self.prove(n.kids[0], not truth, stmt, env, depth + 1)
+        if n.kind == "binary" and n.op in ("&&", "||"):
+            a = self.prove(n.kids[0], truth, stmt, env, depth + 1)
+            b = self.prove(n.kids[1], truth, stmt, env, depth + 1)
+            if (n.op == "&&") == truth:  # both hold
+                return _meet_all(a, b)
+            return _join_common(a, b)  # one of them holds: only what both prove
+        if n.kind == "binary" and n.op in _COMPARE:
+            op = n.op if truth else _NEGATE[n.op]
+            return self._compare(n.kids[0], op, n.kids[1], stmt, env, depth)
+        if n.kind == "id":
+            if env and n.op in env:
+                caller, arg, at = env[n.op]
+                return caller.prove(arg, truth, at, None, depth + 1)
+            vals = self.values(n.op, stmt)
+            if vals and len(vals) == 1 and vals[0][0] is not None:
+                v, at = vals[0]
+                if v.kind == "init" and len(v.kids) == 1:
+                    v = v.kids[0]
+                return self.prove(v, truth, at, None, depth + 1)
+            return {}
+        if n.kind == "call":
+            return self._prove_call(n, truth, stmt, env, depth)
+        return {}
+
+    def _prove_call(self, n: Node, truth: bool, stmt: int, env, depth: int) -> dict[str, Interval]:
+        name = n.op
+        if not truth:
+            if name == "isTooLargeForMPSGraph" and n.args:
+                return {self.key(n.args[0], stmt, env=env) + ".numel()": Interval(0, R.INT32_MAX)}
+            return {}
+        if name == "can_use_32bit_indexing" and n.receiver is not None:
+            r = self.key(n.receiver, stmt, env=env)
+            return {r + "#32bit": Interval(1, 1), r + ".numel()": Interval(0, R.INT32_MAX)}
+        if name in ("canUse32BitIndexMath", "can_use_32bit_index_math") and n.args:
+            r = self.key(n.args[0], stmt, env=env)
+            return {r + "#32bit": Interval(1, 1), r + ".numel()": Interval(0, R.INT32_MAX)}
+        h = self.model.helper(name)
+        if h is not None and n.receiver is None:
+            params, expr, callee = h
+            if callee is self:
+                return {}
+            sub_env = {p: (self, a, stmt) for p, a in zip(params, n.args)}
+            return callee.prove(expr, True, -1, sub_env, depth + 1)
+        return {}
+
+    def _compare(self, left: Node, op: str, right: Node, stmt: int, env, depth: int) -> dict[str, Interval]:
+        out: dict[str, Interval] = {}
+        for x, o, c in ((left, op, right), (right, _FLIP[op], left)):
+            cr = self.range(c, stmt, depth + 1, env, guards=False)
+            iv = None
+            if o in ("<=", "<", "==") and cr.hi is not None:
+                iv = Interval(None, cr.hi - (1 if o == "<" else 0))
+            if o in (">=", ">", "==") and cr.lo is not None:
+                lo = cr.lo + (1 if o == ">" else 0)
+                iv = Interval(lo, iv.hi if iv is not None else None)
+            if iv is None:
+                continue
+            for key, bound in self._decompose(x, iv, stmt, env, depth):
+                prev = out.get(key)
+                out[key] = bound if prev is None else prev.meet(bound)
+        return out
+
+    def _decompose(self, x: Node, iv: Interval, stmt: int, env, depth: int):
+        """The values a bound on ``x`` bounds: ``x`` itself, the factors of a product of sizes, the arms of
+        ``max``, the operand of an absolute value; through the locals ``x`` is computed from."""
+        n = strip_parens(x)
+        yield self.key(n, stmt, env=env), iv
+        if depth > _MAX_DEPTH or iv.hi is None:
+            return
+        if n.kind == "id" and not (env and n.op in env):
+            o, at = self.origin(n, stmt)
+            if o is not n:
+                yield from self._decompose(o, iv, at, env, depth + 1)
+            return
+        if n.kind == "cast" and n.kids:
+            yield from self._decompose(n.kids[0], iv, stmt, env, depth + 1)
+        elif n.kind == "binary" and n.op == "*":
+            a, b = n.kids
+            for f, other in ((a, b), (b, a)):
+                if self._at_least_one(other, stmt, env):
+                    yield from self._decompose(f, Interval(None, iv.hi), stmt, env, depth + 1)
+        elif n.kind == "binary" and n.op == "+":
+            a, b = n.kids
+            for f, other in ((a, b), (b, a)):
+                r = self.range(other, stmt, depth + 1, env, guards=False)
+                if r.lo is not None and r.lo >= 0:
+                    yield from self._decompose(f, Interval(None, iv.hi), stmt, env, depth + 1)
+        elif n.kind == "binary" and n.op == "-":
+            a, b = n.kids
+            r = self.range(b, stmt, depth + 1, env, guards=False)
+            if r.hi is not None and r.hi <= 1 and r.lo is not None and r.lo >= 0:
+                yield from self._decompose(a, Interval(None, iv.hi + r.hi), stmt, env, depth + 1)
+        elif n.kind == "call" and n.op == "max" and len(n.args) == 2:
+            for a in n.args:
+                yield from self._decompose(a, iv, stmt, env, depth + 1)
+        elif n.kind == "cond":
+            # `s < 0 ? -s : s`: |s| <= hi
+            c, a, b = (strip_parens(k) for k in n.kids)
+            if c.kind == "binary" and c.op in ("<", "<=") and a.kind == "unary" and a.op == "-" and a.kids[0].key() == b.key() == c.kids[0].key():
+                yield self.key(b, stmt, env=env), Interval(-iv.hi, iv.hi)
+                o, at = self.origin(b, stmt)
+                if o is not b:
+                    yield self.key(o, at, env=env), Interval(-iv.hi, iv.hi)
+
+    def _at_least_one(self, n: Node, stmt: int, env) -> bool:
+        """A factor that is at least 1, or a size of a tensor (a product bound then bounds the other factor for
+        every tensor that has elements; an empty one launches nothing)."""
+        r = self.range(n, stmt, 0, env, guards=False)
+        if r.lo is not None and r.lo >= 1:
+            return True
+        m = strip_parens(n)
+        if m.kind == "binary" and m.op == "-" and strip_parens(m.kids[1]).key() == "1":
+            return True  # `(count - 1) * stride`: the offset of the last element; for count <= 1 none is taken
+        return self.extent(n, stmt) is not None
+
+    # ------------------------------------------------------------------ extents
+    def extent(self, node: Node, stmt: int, depth: int = 0) -> str | None:
+        """``"linear"``: a numel, byte count, storage offset, or a product with a size in it; ``"dim"``: one
+        size or stride of a tensor or iterator; None otherwise."""
+        n = strip_parens(node)
+        if depth > _MAX_DEPTH:
+            return None
+        if n.kind == "id":
+            o, at = self.origin(n, stmt)
+            if o is n:
+                vals = self.values(n.op, stmt) or []
+                kinds = {self.extent(v, at, depth + 1) for v, at in vals if v is not None}
+                return "linear" if "linear" in kinds else ("dim" if "dim" in kinds else None)
+            return self.extent(o, at, depth + 1)
+        if n.kind == "call":
+            if n.op in CHECKED:
+                return None
+            if n.receiver is not None:
+                if n.op in LINEAR_CALLS:
+                    return "linear"
+                if n.op in DIM_CALLS and n.args:
+                    return "dim"
+            if n.op in ("min",) and len(n.args) == 2:
+                ks = [self.extent(a, stmt, depth + 1) for a in n.args]
+                return "linear" if "linear" in ks else ("dim" if "dim" in ks else None)
+            if n.op == "max" and len(n.args) == 2:
+                ks = [self.extent(a, stmt, depth + 1) for a in n.args]
+                return "linear" if "linear" in ks else ("dim" if "dim" in ks else None)
+            return None
+        if n.kind == "index":
+            base = strip_parens(n.kids[0])
+            if base.kind == "call" and (base.op in ARRAY_CALLS or base.op == "strides") and base.receiver is not None:
+                return "dim"
+            return None
+        if n.kind == "binary":
+            a = self.extent(n.kids[0], stmt, depth + 1)
+            b = self.extent(n.kids[1], stmt, depth + 1)
+            if n.op == "*":
+                if a and b:
+                    return "linear"
+                if a or b:
+                    other = n.kids[1] if a else n.kids[0]
+                    r = self.range(other, stmt, depth + 1, guards=False)
+                    if r.hi is not None and r.hi <= 1 and r.lo is not None and r.lo >= 0:
+                        return a or b
+                    return "linear"
+                return None
+            if n.op in ("+", "-"):
+                return "linear" if "linear" in (a, b) else (a or b)
+            if n.op in ("/", ">>", "%", "&"):
+                return a if n.op in ("/", ">>") else None
+            return None
+        if n.kind == "cast":
+            return self.extent(n.kids[0], stmt, depth + 1) if n.kids else None
+        if n.kind == "cond":
+            ks = [self.extent(k, stmt, depth + 1) for k in n.kids[1:]]
+            return "linear" if "linear" in ks else ("dim" if "dim" in ks else None)
+        return None
+
+    def near_miss(self, node: Node, stmt: int) -> Condition | None:
+        """A dominating check that mentions what ``node`` is computed from but does not bound it."""
+        from .expressions import identifiers
+
+        o, at = self.origin(node, stmt)
+        names = identifiers(o) | identifiers(strip_parens(node))
+        want = self.key(node, stmt)
+        for cond in self.conditions(stmt):
+            if cond.how == "loop":
+                continue
+            proved = self.prove(cond.node, cond.truth, cond.stmt)
+            if want in proved:
+                continue
+            if names & identifiers(cond.node) and any(iv.hi is not None for iv in proved.values()):
+                return cond
+        return None
+
+
+def _meet_all(a: dict[str, Interval], b: dict[str, Interval]) -> dict[str, Interval]:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out[k].meet(v) if k in out else v
+    return out
+
+
+def _join_common(a: dict[str, Interval], b: dict[str, Interval]) -> dict[str, Interval]:
+    return {k: a[k].join(b[k]) for k in a.keys() & b.keys()}
+
+
+__all__ = ["SemanticModel", "FunctionModel", "Bound", "semantic_model"]
+
+
+def semantic_model(project) -> SemanticModel:
+    """The project's model, built on first use and kept for the run."""
+    m = getattr(project, "_semantic_model", None)
+    if m is None:
+        m = SemanticModel(project)
+        project._semantic_model = m
+    return m
