@@ -1,0 +1,239 @@
+"""``mpslint audit --history REV_RANGE``: the migration state at each revision of a git checkout.
+
+For each sampled revision the files mpslint would discover are listed with ``git ls-tree`` and read with
+``git cat-file`` (gitread.py): no checkout, no worktree, nothing written to the repository. A file's facts are
+kept in memory by (reported path, blob id) from one revision to the next, so a file the commit did not touch is
+neither re-read nor re-parsed; a blob not seen in this run is looked up in the facts cache (the same entries as
+``mpslint check``: keyed by the content's hash, which a blob id names one to one) and parsed only on a miss.
+A revision whose discovered files are the same blobs as the previous point's is not audited again.
+
+Each point holds the class counts of the audit (classify.py) at that revision; the moves between consecutive
+points come from compare.py. Findings are not computed: the classes do not depend on them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import __version__
+from ..config import Config
+from ..discovery import NATIVE_FUNCTIONS_REL, SKIP_DIRS, _is_build_dir, display_path, kind_of
+from ..engine import LintResult, gc_paused
+from ..model import FileError
+from ..project import Project, add_facts, build_graph, decode_source
+from .classify import build_audit
+from .compare import compare
+from .gitread import BlobReader, GitError, Revision, revisions, sample, toplevel, tree_files
+
+SCHEMA = "mpslint-audit-history"
+SCHEMA_VERSION = 1
+
+
+class HistoryError(Exception):
+    """The history cannot be read (not a git repository, bad range, path outside the repository)."""
+
+
+@dataclass
+class HistoryStats:
+    revisions: int = 0  # in the range
+    points: int = 0
+    audited: int = 0  # points whose files differed from the previous point's (audited again)
+    blobs_read: int = 0
+    bytes_read: int = 0
+    parsed: int = 0  # facts computed
+    cache_hits: int = 0  # facts from the on-disk cache
+    memo_hits: int = 0  # files unchanged since the previous point (neither read nor parsed)
+    seconds: float = 0.0
+    phases: dict = field(default_factory=lambda: {"git": 0.0, "facts": 0.0, "graph": 0.0, "audit": 0.0})
+
+
+def _kind(rel: str) -> str | None:
+    p = Path(rel)
+    if any(part in SKIP_DIRS or _is_build_dir(part) for part in p.parts[:-1]):
+        return None
+    return kind_of(p, explicit=False)
+
+
+def run_history(
+    paths: list[str],
+    rev_range: str,
+    *,
+    every: int | None = None,
+    max_points: int | None = None,
+    native_functions: str | None = None,
+    config: Config | None = None,
+    cache_dir=None,
+    jobs: int | None = None,
+    cwd: Path | None = None,
+    first_parent: bool = True,
+) -> tuple[dict, HistoryStats]:
+    """The history report (a plain dict, see ``SCHEMA``) and how it was computed."""
+    t0 = time.perf_counter()
+    cfg = config or Config()
+    cwd = (cwd or Path.cwd()).resolve()
+    paths = list(paths) or ["."]
+    try:
+        top = toplevel(paths[0] if Path(paths[0]).is_absolute() else cwd / paths[0])
+        specs = [_rel(top, cwd, p) for p in paths]
+        nf_spec = _rel(top, cwd, native_functions) if native_functions else NATIVE_FUNCTIONS_REL.as_posix()
+        revs = revisions(top, rev_range, first_parent=first_parent)
+    except GitError as e:
+        raise HistoryError(str(e)) from None
+    stats = HistoryStats(revisions=len(revs))
+    picked = sample(revs, every, max_points)
+    stats.points = len(picked)
+    pathspecs = [] if "" in specs else sorted(set(specs) | {nf_spec})
+    cache = None
+    if cache_dir is not None:
+        from ..cache import FactsCache
+
+        cache = FactsCache(cache_dir)
+    points: list[dict] = []
+    changes: list[dict] = []
+    memo: dict[tuple[str, str], list] = {}
+    prev_key = prev_report = prev_point = yaml_used = None
+    with BlobReader(top) as reader, gc_paused():
+        for rev in picked:
+            tg = time.perf_counter()
+            try:
+                entries = tree_files(top, rev.commit, pathspecs)
+            except GitError as e:
+                raise HistoryError(str(e)) from None
+            files = []
+            for e in entries:
+                kind = _kind(e.path)
+                if kind is None:
+                    continue
+                disp = display_path(top / e.path, cwd)
+                if cfg.exclude and cfg.excluded(disp):
+                    continue
+                if kind == "yaml" and native_functions and e.path != nf_spec:
+                    continue
+                files.append((disp, kind, e.oid))
+            files.sort()
+            stats.phases["git"] += time.perf_counter() - tg
+            key = tuple(files)
+            if key == prev_key and prev_point is not None:
+                prev_point = dict(prev_point, **_rev(rev), same_as=prev_point["same_as"] or prev_point["commit"])
+                points.append(prev_point)
+                continue
+            report, error = _audit_revision(files, memo, reader, cache, jobs, stats)
+            stats.audited += 1
+            prev_key = key
+            point = {**_rev(rev), "files": len(files), "same_as": None}
+            if report is None:
+                point.update(error=error, families=None, overloads=None, families_total=None, overloads_total=None, percent_migrated=None)
+            else:
+                t = report["totals"]
+                point.update(
+                    families=t["ops"], overloads=t["overloads"], families_total=t["ops_total"], overloads_total=t["overloads_total"],
+                    percent_migrated=t["percent_migrated"],
+                )
+                yaml_used = report["source"]["native_functions"]
+                if prev_report is not None:
+                    changes += _moves(prev_report, report, prev_point, rev)
+                prev_report = report
+            points.append(point)
+            prev_point = point
+    if points and not any(p["families"] is not None for p in points):
+        raise HistoryError(f"no revision of `{rev_range}` has {nf_spec} (pass the yaml among the paths or with --native-functions)")
+    stats.blobs_read, stats.bytes_read = reader.read_count, reader.read_bytes
+    stats.seconds = time.perf_counter() - t0
+    source = {
+        "repository": str(top),
+        "range": rev_range,
+        "paths": list(paths),
+        "native_functions": yaml_used,  # as reported, at the newest revision that has one
+        "first_parent": first_parent,
+        "every": every,
+        "max_points": max_points,
+        "revisions_in_range": len(revs),
+    }
+    return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "tool": f"mpslint {__version__}", "source": source, "points": points, "changes": changes}, stats
+
+
+def _rel(top: Path, cwd: Path, p: str) -> str:
+    full = (Path(p) if Path(p).is_absolute() else cwd / p).resolve()
+    try:
+        rel = full.relative_to(top.resolve()).as_posix()
+    except ValueError:
+        raise HistoryError(f"{p}: not inside the git repository {top}") from None
+    return "" if rel == "." else rel
+
+
+def _rev(rev: Revision) -> dict:
+    return {"commit": rev.commit, "date": rev.date, "subject": rev.subject}
+
+
+def _audit_revision(files, memo: dict, reader: BlobReader, cache, jobs, stats: HistoryStats) -> tuple[dict | None, str | None]:
+    """The audit report of one revision's files, facts from ``memo`` / the cache / parsing (``memo`` is updated)."""
+    from ..parallel import compute
+
+    tf = time.perf_counter()
+    current: dict[tuple[str, str], list] = {}
+    pending: list[list] = []
+    for disp, kind, oid in files:
+        got = memo.get((disp, oid))
+        if got is not None:
+            stats.memo_hits += 1
+        else:
+            try:
+                data = reader.read(oid)
+            except GitError as e:
+                raise HistoryError(str(e)) from None
+            src = decode_source(disp, kind, data)
+            facts = None
+            if not isinstance(src, FileError) and cache is not None:
+                facts = cache.get(src)
+                stats.cache_hits += facts is not None
+            got = [src, facts]
+            if facts is None and not isinstance(src, FileError):
+                pending.append(got)
+        current[(disp, oid)] = got
+    for got, (status, value) in zip(pending, compute([g[0] for g in pending], jobs, cache)):
+        stats.parsed += 1
+        got[1] = value if status == "ok" else None
+    memo.clear()  # only the files of the latest revision are kept: history rarely returns to an older blob
+    memo.update(current)
+    project = Project()
+    project.cache = cache
+    for disp, _kind, oid in files:
+        src, facts = current[(disp, oid)]
+        if isinstance(src, FileError):
+            project.errors.append(src)
+        elif facts is not None:
+            add_facts(project, src, facts, linted=False)
+    tg = time.perf_counter()
+    stats.phases["facts"] += tg - tf
+    if project.natives is None:
+        return None, "no native_functions.yaml at this revision"
+    project.graph = build_graph(project)
+    ta = time.perf_counter()
+    stats.phases["graph"] += ta - tg
+    result = LintResult([], project.errors, [], [], project.stats, project, [], len(files))
+    report = build_audit(result, []).to_dict()
+    stats.phases["audit"] += time.perf_counter() - ta
+    return report, None
+
+
+_KINDS = (("newly_migrated", "migrated"), ("regressed", "regressed"), ("changed", "changed"), ("new_mixed", "new mixed"))
+
+
+def _moves(old: dict, new: dict, prev_point: dict, rev: Revision) -> list[dict]:
+    """The families whose class differs between two consecutive points, with the commit that shows it first."""
+    diff = compare(old, new)
+    seen: dict[str, dict] = {}
+    for list_name, kind in _KINDS:
+        for m in diff[list_name]:
+            if m["old"] is None:
+                continue  # an added family that is mixed: listed under "added" below
+            seen.setdefault(m["family"], {"family": m["family"], "old": m["old"], "new": m["new"], "kind": kind})
+    new_cls = {op["family"]: op["class"] for op in new["ops"]}
+    old_cls = {op["family"]: op["class"] for op in old["ops"]}
+    for fam in diff["added"]:
+        seen[fam] = {"family": fam, "old": None, "new": new_cls[fam], "kind": "added"}
+    for fam in diff["removed"]:
+        seen[fam] = {"family": fam, "old": old_cls[fam], "new": None, "kind": "removed"}
+    return [dict(seen[f], **_rev(rev), previous=prev_point["commit"]) for f in sorted(seen)]
