@@ -24,12 +24,14 @@ class Lines:
 
     def __init__(self, text: str, encoding: str = lsp.PositionEncodingKind.Utf16):
         self.lines = text.split("\n")
-        self.encoding = str(encoding)
+        self.encoding = getattr(encoding, "value", encoding)  # "utf-8" | "utf-16" | "utf-32"
 
     def units(self, s: str) -> int:
-        if self.encoding == lsp.PositionEncodingKind.Utf8:
+        if s.isascii():
+            return len(s)
+        if self.encoding == "utf-8":
             return len(s.encode("utf-8"))
-        if self.encoding == lsp.PositionEncodingKind.Utf32 or s.isascii():
+        if self.encoding == "utf-32":
             return len(s)
         return len(s.encode("utf-16-le")) // 2
 
