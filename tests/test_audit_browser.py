@@ -267,3 +267,67 @@ def test_selenium_filter_box_class_filters_and_sorting(tmp_path, driver, fixture
     back = [f for f in sorted(sorted(order, reverse=True), key=lambda f: FAMILY_CLASSES.index(cls_of[f])) if cls_of[f] != off[1]]
     assert visible_families(driver) == back
     assert not severe_console_messages(driver)
+
+
+# ---------------------------------------------------------------- the history page (audit --history)
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    from mpslint.audit.history import run_history
+
+    from ._history_repo import build_history_repo
+
+    h = build_history_repo(tmp_path_factory.mktemp("history"))
+    report, _ = run_history([str(h.path)], "main", cwd=h.path)
+    return h, report
+
+
+def test_selenium_history_page_charts_and_changed_families(tmp_path, driver, history):
+    from selenium.webdriver.common.by import By
+
+    from mpslint.audit.model import CLASSES
+    from mpslint.audit.render_history import render_html as render_history
+
+    h, report = history
+    page = tmp_path / "history.html"
+    page.write_text(render_history(report), encoding="utf-8")
+    driver.get(page.as_uri())
+    assert not severe_console_messages(driver)
+    n = len(report["points"])
+    for chart_id, classes in (("history-families", FAMILY_CLASSES), ("history-overloads", CLASSES)):
+        svg = driver.find_element(By.ID, chart_id)
+        assert svg.is_displayed() and svg.size["width"] > 600 and svg.size["height"] > 200
+        lines = svg.find_elements(By.CSS_SELECTOR, "polyline.line")
+        assert [ln.get_attribute("data-class") for ln in lines] == list(classes)
+        for ln in lines:
+            assert len(ln.get_attribute("points").split()) == n
+    # the native line rises at the migration commit and falls back: its y goes up (smaller), then down
+    native = driver.find_element(By.CSS_SELECTOR, '#history-families polyline[data-class="native"]')
+    ys = [float(p.split(",")[1]) for p in native.get_attribute("points").split()]
+    assert ys[2] < ys[1] and ys[4] > ys[2]
+
+    def change_rows():
+        return [[td.text for td in tr.find_elements(By.TAG_NAME, "td")] for tr in driver.find_elements(By.CSS_SELECTOR, "#changes tbody tr")]
+
+    c = [x[:10] for x in h.commits]
+    rows = change_rows()
+    assert [(r[0], r[1], r[2], r[4]) for r in rows] == [
+        ("copysign", "mixed", "native", c[2]),
+        ("sinc", "native", "unknown", c[3]),
+        ("copysign", "native", "mixed", c[4]),
+        ("frobnicate", "(none)", "unknown", c[4]),
+    ]
+    heads = driver.find_elements(By.CSS_SELECTOR, "#changes thead th")
+    heads[0].click()  # by family, stable: the two copysign moves keep their order
+    assert [(r[0], r[4]) for r in change_rows()] == [("copysign", c[2]), ("copysign", c[4]), ("frobnicate", c[4]), ("sinc", c[3])]
+    heads[4].click()
+    heads[4].click()  # by commit, newest first
+    assert [r[4] for r in change_rows()] == [c[4], c[4], c[3], c[2]]
+    points = driver.find_elements(By.CSS_SELECTOR, "#points tbody tr")
+    assert [tr.find_element(By.TAG_NAME, "td").text for tr in points] == c
+    png = tmp_path / "history.png"
+    png.write_bytes(driver.get_screenshot_as_png())
+    _, _, colors = color_histogram(png, step=2)
+    for rgb in ((0x2E, 0x7D, 0x32), (0xEF, 0x6C, 0x00), (0x9E, 0x9E, 0x9E)):  # native, mixed, unknown lines
+        assert colors.get(bytes(rgb), 0) > 30, f"no {rgb} pixels: the line chart is not drawn"
