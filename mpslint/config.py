@@ -27,6 +27,7 @@ class Config:
     include: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
     native_functions: str | None = None
+    smoke_specs: list[str] = field(default_factory=list)  # TOML launch specs for `mpslint smoke` (smoke/specfile.py)
 
     def ignored_for(self, path: str) -> set[str]:
         out: set[str] = set()
@@ -40,6 +41,8 @@ class Config:
 
 
 _KEYS = {"select", "extend-select", "ignore", "per-file-ignores", "include", "exclude", "native-functions"}
+
+_KEYS.add("smoke-specs")
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -90,6 +93,7 @@ def load_config(path: Path | None) -> Config:
         native_functions=section.get("native-functions"),
     )
     base = path.parent
+    cfg.smoke_specs = [str((base / p).resolve()) for p in strings("smoke-specs")]
     if cfg.native_functions:
         cfg.native_functions = str((base / cfg.native_functions).resolve())
     return cfg

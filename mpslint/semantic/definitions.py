@@ -44,6 +44,12 @@ class Definitions:
             name = a.lhs.strip()
             if name.isidentifier():
                 self._assigns.setdefault(name, []).append(Definition(a.stmt, a.rhs.tree if a.op == "=" else None, a.op))
+        for d in fn.decls:
+            # a `for` header's variable is stepped by the header's update: inside the loop its value is not known
+            if 0 <= d.stmt < len(fn.stmts) and fn.stmts[d.stmt].parents:
+                loop = fn.stmts[d.stmt].parents[-1]
+                if fn.stmts[loop].kind == "for_statement" and fn.stmts[d.stmt].text in fn.stmts[loop].text:
+                    self._assigns.setdefault(d.name, []).append(Definition(d.stmt, None, "step"))
         for i, s in enumerate(fn.stmts):
             if s.tree is None:
                 continue
@@ -62,9 +68,9 @@ class Definitions:
         use_chain = set(stmts[use_stmt].parents) | {use_stmt} if 0 <= use_stmt < len(stmts) else set()
         loops_around_use = {p for p in use_chain if 0 <= p < len(stmts) and stmts[p].kind in _LOOPS}
         for d in self._assigns.get(name, ()):
-            if d.stmt < 0 or d.stmt <= decl_stmt:
+            if d.stmt < 0 or (d.stmt <= decl_stmt and d.op != "step"):
                 continue
-            if d.stmt == use_stmt:
+            if d.stmt == use_stmt and d.op != "step":
                 continue  # `x = f(x)`: the use reads the old value
             d_chain = set(stmts[d.stmt].parents) if d.stmt < len(stmts) else set()
             in_loop = bool(d_chain & loops_around_use)

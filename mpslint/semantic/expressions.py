@@ -228,6 +228,9 @@ class TreeBuilder:
             if leaf == "num":
                 return self._mk(ts, "int" if int_literal(text) is not None else "float", text)
             return self._mk(ts, leaf, text)
+        if t == "user_defined_literal":  # MSL's `1.0h`, `2h`
+            text = self._text(ts)
+            return self._mk(ts, "float" if text[:1].isdigit() or text[:1] == "." else "other", text)
         if t == "qualified_identifier" or t == "template_type":
             return self._mk(ts, "id", "".join(self._text(ts).split()))
         if t == "parenthesized_expression":
@@ -339,9 +342,10 @@ class TreeBuilder:
             return self._mk(ts, "cast", "functional", name, argv)
         callee = self._sub(func, depth)
         short = name.rsplit("::", 1)[-1]
-        if "<" in short:
+        if "<" in short and short.endswith(">"):
+            # `c10::checked_convert<uint32_t>(...)`: the template arguments of the last component
+            targs = short[short.find("<") + 1 : -1]
             short = short[: short.find("<")]
-        if callee.kind == "id" and "<" in callee.op and not targs:
-            # std::numeric_limits<uint32_t>::max: the template arguments are part of the scope
-            pass
+            if short in _CAST_CALLS and len(argv) == 1:
+                return self._mk(ts, "cast", short, targs, argv)
         return self._mk(ts, "call", short, targs, [callee, *argv])

@@ -650,7 +650,7 @@ class FunctionModel:
             proved = self.prove(cond.node, cond.truth, cond.stmt)
             if want in proved:
                 continue
-            if names & identifiers(cond.node) and any(iv.hi is not None for iv in proved.values()):
+            if names & identifiers(cond.node):
                 return cond
         return None
 

@@ -92,10 +92,8 @@ def mod(a: Interval, b: Interval) -> Interval:
 
 
 def bit_and(a: Interval, b: Interval) -> Interval:
-    for m in (a, b):
-        if m.lo is not None and m.lo >= 0 and m.hi is not None:
-            return Interval(0, m.hi)
-    return TOP
+    his = [m.hi for m in (a, b) if m.lo is not None and m.lo >= 0 and m.hi is not None]
+    return Interval(0, min(his)) if his else TOP
 
 
 def shift_left(a: Interval, b: Interval) -> Interval:

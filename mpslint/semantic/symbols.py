@@ -106,6 +106,9 @@ class Scope:
             return Symbol(name, typ, best.type, best, best.init.tree if best.init is not None else None, _is_const(best.type), best.stmt)
         p = self._params.get(name)
         if p is not None:
+            if "[" in p.type:  # `int sizes[3]`
+                elem = self.type_of_text(p.type[: p.type.find("[")].replace(name, "").strip())
+                return Symbol(name, CType("container", name=p.type, elem=elem), p.type, p, None, False, -1)
             return Symbol(name, self.type_of_text(p.type), p.type, p, None, _is_const(p.type) and "&" not in p.type, -1)
         c = self.tables.constant(name)
         if c is not None:

@@ -1,0 +1,182 @@
+"""Reaching definitions, guard logic (what a check proves and what it must not), ranges, extents."""
+
+from __future__ import annotations
+
+from mpslint.semantic.ranges import INT32_MAX, UINT32_MAX, Interval, mul, mod, bit_and, minimum
+from mpslint.semantic.types import parse_type
+
+from ._build import decl, fn_model, host_model, metal_model
+
+
+def _fm(body: str, name: str = "f", pre: str = ""):
+    model, facts = host_model(pre + "void " + name + "(const Tensor& t, const Tensor& u, int64_t n, bool flag) {\n" + body + "\n}\n")
+    return fn_model(model, facts, name)
+
+
+def _probe(fm, var="probe"):
+    return decl(fm, var)
+
+
+def _hi(fm, var="probe"):
+    node, stmt = _probe(fm, var)
+    return fm.range(node, stmt).hi
+
+
+# ------------------------------------------------------------------ reaching definitions
+def test_value_keeps_origin_through_locals():
+    fm = _fm("auto a = t.numel();\nauto b = a;\nauto probe = b;")
+    node, stmt = _probe(fm)
+    assert fm.key(node, stmt) == "t.numel()"
+
+
+def test_reassignment_kills_the_initialiser():
+    fm = _fm("auto a = t.numel();\na = u.numel();\nauto probe = a;")
+    node, stmt = _probe(fm)
+    assert fm.key(node, stmt) == "u.numel()"
+
+
+def test_assignment_in_a_branch_keeps_both_values():
+    fm = _fm("auto a = t.numel();\nif (flag) {\n  a = u.numel();\n}\nauto probe = a;")
+    node, stmt = _probe(fm)
+    vals = fm.values("a", stmt)
+    assert len(vals) == 2 and fm.key(node, stmt) == "a"
+
+
+def test_assignment_in_a_returning_branch_does_not_reach():
+    fm = _fm("auto a = t.numel();\nif (flag) {\n  a = u.numel();\n  return;\n}\nauto probe = a;")
+    node, stmt = _probe(fm)
+    assert fm.key(node, stmt) == "t.numel()"
+
+
+def test_loop_assignment_reaches_uses_before_it_in_the_loop():
+    fm = _fm("int64_t a = 0;\nfor (int i = 0; i < 4; i++) {\n  auto probe = a;\n  a = t.numel();\n}")
+    node, stmt = _probe(fm)
+    assert len(fm.values("a", stmt)) == 2
+
+
+def test_tensor_alias_is_tracked_by_binding():
+    fm = _fm("const Tensor& src = t;\nauto probe = src.numel();")
+    node, stmt = _probe(fm)
+    assert fm.key(node, stmt) == "t.numel()"
+
+
+# ------------------------------------------------------------------ guards
+def test_check_bounds_the_value_it_compares():
+    fm = _fm("TORCH_CHECK(t.numel() <= UINT32_MAX, \"x\");\nauto probe = t.numel();")
+    assert _hi(fm) == UINT32_MAX
+
+
+def test_check_on_factor_does_not_bound_product():
+    fm = _fm("TORCH_CHECK(t.size(0) <= INT32_MAX, \"x\");\nauto probe = t.size(0) * t.size(1);")
+    assert _hi(fm) is None or _hi(fm) > UINT32_MAX
+
+
+def test_product_bound_bounds_each_size_factor():
+    fm = _fm("TORCH_CHECK(t.size(0) * t.size(1) <= INT32_MAX, \"x\");\nauto probe = t.size(1);")
+    assert _hi(fm) == INT32_MAX
+
+
+def test_and_proves_both_or_proves_only_common():
+    fm = _fm("TORCH_CHECK(t.numel() <= 10 && u.numel() <= 20, \"x\");\nauto probe = u.numel();")
+    assert _hi(fm) == 20
+    fm = _fm("TORCH_CHECK(t.numel() <= 10 || u.numel() <= 20, \"x\");\nauto probe = u.numel();")
+    assert _hi(fm) != 20
+    fm = _fm("TORCH_CHECK(t.numel() <= 10 || t.numel() <= 20, \"x\");\nauto probe = t.numel();")
+    assert _hi(fm) == 20
+
+
+def test_negation_and_early_exit():
+    fm = _fm("if (!(t.numel() <= 100)) {\n  TORCH_CHECK(false, \"x\");\n}\nauto probe = t.numel();")
+    assert _hi(fm) == 100
+    fm = _fm("if (t.numel() > 100) {\n  return;\n}\nauto probe = t.numel();")
+    assert _hi(fm) == 100
+
+
+def test_check_that_does_not_dominate_proves_nothing():
+    fm = _fm("if (flag) {\n  TORCH_CHECK(t.numel() <= 100, \"x\");\n}\nauto probe = t.numel();")
+    assert _hi(fm) != 100
+    fm = _fm("auto probe = t.numel();\nTORCH_CHECK(t.numel() <= 100, \"x\");")
+    assert _hi(fm) != 100
+
+
+def test_branch_conditions():
+    fm = _fm("if (t.numel() > 100) {\n  auto probe = t.numel();\n} else {\n  auto other = t.numel();\n}")
+    node, stmt = decl(fm, "other")
+    assert fm.range(node, stmt).hi == 100
+    assert _hi(fm) != 100
+
+
+def test_loop_counter_bound_is_not_an_element_bound():
+    fm = _fm("for (int64_t i = 0; i < 8; i++) {\n  auto probe = t.size(i);\n  auto ii = i;\n}")
+    assert _hi(fm) != 7
+    node, stmt = decl(fm, "ii")
+    assert fm.range(node, stmt).hi == 7
+
+
+def test_split_iterator_bounds_numel():
+    model, facts = host_model(
+        "static void g(TensorIteratorBase& iter) {\n  if (!iter.can_use_32bit_indexing()) {\n    return;\n  }\n  auto probe = iter.numel();\n}\n"
+    )
+    fm = fn_model(model, facts, "g")
+    assert _hi(fm) == INT32_MAX
+
+
+def test_boolean_helper_summary_is_applied():
+    pre = "static bool small(int64_t h) {\n  return h <= 256 && h > 0;\n}\n"
+    fm = _fm("TORCH_CHECK(small(n), \"x\");\nauto probe = n;", pre=pre)
+    assert _hi(fm) == 256
+    node, stmt = _probe(fm)
+    assert fm.range(node, stmt).lo == 1
+
+
+def test_bool_flag_local_carries_its_bound():
+    fm = _fm("const bool ok = t.numel() <= 1000;\nif (ok) {\n  auto probe = t.numel();\n}")
+    assert _hi(fm) == 1000
+
+
+# ------------------------------------------------------------------ ranges and extents
+def test_constants_min_mod_mask_shift():
+    fm = _fm("constexpr int64_t kTile = 64;\nconst auto m = std::min<int64_t>(kTile, t.size(0));\nauto probe = m;")
+    assert _hi(fm) == 64
+    fm = _fm("auto probe = t.numel() % 32;")
+    assert _hi(fm) == 31
+    fm = _fm("auto probe = t.numel() & 0xFF;")
+    assert _hi(fm) == 255
+    fm = _fm("auto probe = (t.numel() & 0xFF) >> 4;")
+    assert _hi(fm) == 15
+
+
+def test_dimension_counts_are_small():
+    fm = _fm("auto probe = t.dim();")
+    assert _hi(fm) == 64
+    fm = _fm("auto probe = t.sizes().size();")
+    assert _hi(fm) == 64
+
+
+def test_extents():
+    fm = _fm("auto a = t.numel();\nauto b = t.size(0);\nauto c = t.size(0) * t.stride(0);\nauto d = t.dim();\nauto e = t.nbytes();")
+    assert [fm.extent(*decl(fm, x)) for x in "abcde"] == ["linear", "dim", "linear", None, "linear"]
+
+
+def test_interval_arithmetic():
+    assert mul(Interval(0, 10), Interval(0, 5)) == Interval(0, 50)
+    assert mul(Interval(0, None), Interval(2, 3)) == Interval(0, None)
+    assert mod(Interval(0, None), Interval(8, 8)) == Interval(0, 7)
+    assert bit_and(Interval(None, None), Interval(0, 15)) == Interval(0, 15)
+    assert minimum(Interval(0, None), Interval(5, 5)) == Interval(0, 5)
+
+
+def test_metal_constant_products_are_bounded():
+    model, facts = metal_model(
+        "kernel void k(constant uint& n [[buffer(0)]], uint tid [[thread_position_in_grid]]) {\n"
+        "  const uint k4 = 4;\n  auto probe = k4 * 8;\n  auto wide = tid * n;\n}\n"
+    )
+    fm = fn_model(model, facts, "k")
+    assert _hi(fm) == 32
+    node, stmt = decl(fm, "wide")
+    assert fm.range(node, stmt).hi == UINT32_MAX  # uint * uint wraps in uint
+
+
+def test_typedef_of_bfloat_is_bfloat():
+    assert parse_type("bfloat16_t", {"bfloat16_t": "bfloat"}).name == "bfloat"
+    assert parse_type("device const bfloat16_t*", {"bfloat16_t": "bfloat"}).elem.name == "bfloat"
