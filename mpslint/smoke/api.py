@@ -41,6 +41,8 @@ class SmokeOptions:
     reference_for: Optional[Callable[[str], Optional[Reference]]] = None
     progress: bool = False                # show progress on stderr when it is a terminal
     build_timeout: float = 900.0          # seconds per compiler step
+    specs: list = field(default_factory=list)   # TOML spec files or directories (before the shipped library)
+    builtin_specs: bool = True            # also look kernels up in the spec library shipped with mpslint
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,10 @@ def smoke_outcomes(paths: list[str], cwd: Path | None = None, backend: str = "au
         from .graph_refs import graph_reference_for
 
         hook = graph_reference_for(graph)
-    opts = SmokeOptions(backend=backend, timeout=timeout, jobs=jobs, progress=sys.stderr.isatty(), reference_for=hook)
+    from .cli import configured_specs
+
+    opts = SmokeOptions(backend=backend, timeout=timeout, jobs=jobs, progress=sys.stderr.isatty(), reference_for=hook,
+                        specs=configured_specs(cwd or Path.cwd()))
     report = run_smoke([Path(f.fs_path) for f in metal], opts)
     if report.errors:
         from .preflight import SmokeRunError

@@ -14,6 +14,13 @@ import click
 
 from .api import CODES, SmokeOptions, run_smoke
 from .preflight import SmokeEnvironmentError
+from .specfile import SpecFileError
+
+
+def configured_specs(start: Path) -> list[Path]:
+    """`[tool.mpslint] smoke-specs` of the nearest pyproject.toml (paths relative to it)."""
+    from ..config import find_pyproject, load_config
+    return [Path(p) for p in load_config(find_pyproject(start)).smoke_specs]
 
 
 def collect(paths: tuple[str, ...]) -> list[Path]:
@@ -48,18 +55,29 @@ def outcome_dict(o) -> dict:
               help="directory containing c10/metal (default: the linted tree, else the torch wheel)")
 @click.option("--show-passed", is_flag=True, help="also list passed and skipped variants")
 @click.option("--progress/--no-progress", default=True)
-def smoke_cmd(paths, backend, fmt, output, jobs, timeout, memory_mb, cache_dir, headers_root, show_passed, progress):
+@click.option("--specs", "spec_paths", multiple=True, type=click.Path(exists=True),
+              help="TOML launch spec file or directory (repeatable); looked up before [tool.mpslint] smoke-specs "
+                   "and the spec library shipped with mpslint; inline `mpslint-smoke:` comments win")
+@click.option("--no-builtin-specs", is_flag=True, help="do not use the spec library shipped with mpslint")
+def smoke_cmd(paths, backend, fmt, output, jobs, timeout, memory_mb, cache_dir, headers_root, show_passed, progress,
+              spec_paths, no_builtin_specs):
     """Compile and smoke-run the kernels of .metal files (host-emulated on Linux)."""
     files = collect(paths)
     if not files:
         click.echo("mpslint smoke: no .metal files", err=True)
         sys.exit(2)
+    try:
+        specs = [Path(p) for p in spec_paths] + configured_specs(Path.cwd())
+    except Exception as e:   # ConfigError: a broken [tool.mpslint] is a usage error
+        click.echo(f"mpslint: {e}", err=True)
+        sys.exit(2)
     opts = SmokeOptions(backend=backend, jobs=jobs, timeout=timeout, memory_mb=memory_mb,
                         cache_dir=Path(cache_dir) if cache_dir else None,
-                        headers_root=Path(headers_root) if headers_root else None, progress=progress)
+                        headers_root=Path(headers_root) if headers_root else None, progress=progress,
+                        specs=specs, builtin_specs=not no_builtin_specs)
     try:
         report = run_smoke(files, opts)
-    except SmokeEnvironmentError as e:
+    except (SmokeEnvironmentError, SpecFileError) as e:
         click.echo(f"mpslint: {e}", err=True)
         sys.exit(2)
     if fmt == "outcomes-json":

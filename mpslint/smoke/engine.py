@@ -6,7 +6,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import diagnostics, dtypes, launch, preflight, reference, spec
+from . import diagnostics, dtypes, launch, preflight, reference, spec, specfile
 from .api import SMK401, SMK402, SMK403, SMK404, SmokeOptions, SmokeOutcome, SmokeReport
 from .progress import Progress
 
@@ -25,6 +25,9 @@ class Engine:
         problems = preflight.missing_dependencies(self.backend)
         if problems:   # a missing dependency is an error of the run, never a skipped kernel
             raise preflight.SmokeEnvironmentError(preflight.environment_message(problems))
+        self.library = specfile.SpecLibrary.load(self.options.specs, builtin=self.options.builtin_specs)
+        if self.library.errors:   # a spec file named by the user that cannot be read is a usage error
+            raise specfile.SpecFileError("; ".join(self.library.errors))
         progress = Progress(len(paths), self.options.progress, self.label)
         results: list = [None] * len(paths)
         jobs = max(1, int(self.options.jobs or 1))
@@ -92,6 +95,11 @@ class Engine:
                 ref = reference.resolve(s.op, self.options.reference_for) if s.op else None
                 variants.append((e, spec.plan_spec(e, s, ref, launch._seed(e["host_name"], "spec"))))
                 continue
+            decls = self.library.lookup(e["host_name"])
+            if decls:                   # a TOML spec (--specs, [tool.mpslint] smoke-specs, the shipped library)
+                for d, bindings in decls:
+                    variants.append((e, specfile.plan(e, d, bindings, self.options.reference_for)))
+                continue
             ref = reference.resolve(launch.op_name(e), self.options.reference_for) if launch.op_name(e) else None
             for v in launch.plan_entry(e, siblings, ref):
                 variants.append((e, v))
@@ -139,7 +147,7 @@ class Engine:
             return SMK403, "failed", (f"out-of-bounds write {where} of buffer {idx} (`{name}`, {n} bytes), found by "
                                       f"the canary around the buffer ({label}); guard the store with the element "
                                       "count or fix the index math")
-        if v.spec_outputs:
+        if v.spec_outputs or not v.out_dtype:   # a spec's launch (inline or TOML), not a template's
             return self._judge_spec(v, res)
         raw = res.outputs.get(v.out_index, b"")
         # the 0xFF fill is a NaN no arithmetic produces for float outputs; for integers it is a legal value (-1),
@@ -183,8 +191,9 @@ class Engine:
         from . import compare
         label = self.label
         gots = []
-        for idx, dt, n in v.spec_outputs:
-            gots.append(compare.decode(res.outputs.get(idx, b""), dt, (n,), (1,)))
+        for o in v.spec_outputs:
+            g = compare.decode(res.outputs.get(o.index, b""), o.dtype, o.shape, _contiguous(o.shape))
+            gots.append(g[o.select] if o.select is not None else g)
         if v.reference is None:
             bad = sum(compare.nonfinite_garbage(g, v.inputs) for g in gots)
             note = f"; {bad} non-finite outputs from finite inputs" if bad else ""
@@ -195,12 +204,20 @@ class Engine:
             return None, "no-reference", f"ran without a crash ({label}); the reference failed: {e}"
         if isinstance(exp, torch.Tensor):
             exp = (exp,)
-        for (idx, dt, n), g, e in zip(v.spec_outputs, gots, exp):
-            e = torch.as_tensor(e).reshape(-1).to(g.dtype)
-            verdict = compare.compare(g, e, dt, v.reference.tolerance(dt))
+        for o, g, e in zip(v.spec_outputs, gots, exp):
+            if e is None:
+                continue
+            e = torch.as_tensor(e)
+            if o.select is not None and e.numel() != g.numel() and e.numel() == _numel(o.shape):
+                e = e.reshape(o.shape)[o.select]   # the reference gave the whole buffer: compare the same part
+            if e.numel() != g.numel():
+                return None, "skipped", (f"spec error: the reference gives {e.numel()} values for buffer {o.index}"
+                                         f"{f' `{o.name}`' if o.name else ''}, the compared part holds {g.numel()}")
+            e = e.reshape(-1).to(g.dtype)
+            verdict = compare.compare(g.reshape(-1), e, o.dtype, v.reference.tolerance(o.dtype))
             if not verdict.ok:
-                return SMK402, "failed", (f"buffer {idx} differs from {v.reference.name or v.op}: "
-                                          f"{verdict.message} ({label})")
+                return SMK402, "failed", (f"buffer {o.index}{f' `{o.name}`' if o.name else ''} differs from "
+                                          f"{v.reference.name or v.op}: {verdict.message} ({label})")
         return None, "passed", f"matches {v.reference.name or v.op} ({label})"
 
     # ------------------------------------------------------------ outcomes
@@ -244,6 +261,21 @@ class Engine:
         end_col = max(len(text.rstrip()) + 1, col + 1)
         return SmokeOutcome(code, status, str(path), line, col, line, end_col, kernel, op, dtype, variant, msg,
                             self.label)
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _contiguous(shape) -> tuple:
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= max(1, s)
+    return tuple(reversed(out))
 
 
 def _same_file(a: str, b: Path) -> bool:

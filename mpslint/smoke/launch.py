@@ -118,7 +118,7 @@ class Variant:
     out_strides: tuple = ()    # in elements
     reference: Reference | None = None
     skip: str | None = None    # reason, when the variant cannot be launched
-    spec_outputs: list = field(default_factory=list)   # custom kernels: [(buffer index, dtype, numel)] to check
+    spec_outputs: list = field(default_factory=list)   # custom kernels: [specfile.SpecOutput] to check
 
 
 def op_name(entry: dict) -> str:
@@ -248,7 +248,8 @@ def plan_entry(entry: dict, siblings: dict, ref: Reference | None, *, n_dense: i
                    int(entry.get("line", 1)), reference=ref)
     if fam is None:
         base.skip = (f"no launch plan for `{entry.get('base')}` (not a c10/metal registration template); "
-                     "add an `mpslint-smoke:` launch spec to run it")
+                     "add a TOML launch spec (`--specs`; `mpslint smoke --suggest-spec FILE` "
+                     "prints a skeleton) or an `mpslint-smoke:` comment to run it")
         return [base]
     targs = entry.get("targs", [])
     t_name = targs[0].strip() if targs else ""

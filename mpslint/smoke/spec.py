@@ -130,6 +130,7 @@ def plan_spec(entry: dict, s: LaunchSpecText, ref, seed: int):
     import torch
     from .launch import Variant
     from .runner import BufferSpec, LaunchSpec
+    from .specfile import SpecOutput
     v = Variant(entry["host_name"], s.op or entry["host_name"], "", "custom", entry.get("path", ""),
                 int(entry.get("line", 1)), reference=ref)
     if s.error:
@@ -144,7 +145,7 @@ def plan_spec(entry: dict, s: LaunchSpecText, ref, seed: int):
         data = tensor_bytes(t)
         bufs.append(BufferSpec(a.index, data, len(data), read_back=a.out))
         if a.out:
-            outs.append((a.index, a.dtype, t.numel()))
+            outs.append(SpecOutput(a.index, a.dtype, (t.numel(),)))
     v.dtype = s.args[0].dtype if s.args else ""
     v.inputs = tensors
     v.spec_outputs = outs

@@ -1,0 +1,106 @@
+"""TOML launch specs (mpslint/smoke/specfile.py): parsing, struct layout, patterns, lookup order, the safe
+expression subset; end to end through `mpslint smoke` with --specs and [tool.mpslint] smoke-specs, and an
+inline `mpslint-smoke:` comment winning over a TOML spec."""
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+
+import pytest
+from click.testing import CliRunner
+
+from mpslint.smoke import specexpr, specfile
+
+from _smoke_helpers import FIXTURES, needs_toolchain, needs_torch
+
+SPECS = FIXTURES / "specs"
+
+
+def _decl(text, tmp_path, name="k.toml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return specfile.load_file(p)
+
+
+@needs_torch
+def test_struct_fields_are_laid_out_like_metal():
+    env = {"N": 5}
+    raw = specfile.pack_struct([{"name": "rows", "type": "uint", "value": "N"},
+                                {"name": "strides", "type": "long[2]", "value": [3, 1]}], env)
+    assert raw == struct.pack("<I4xqq", 5, 3, 1)                            # long[2] aligned to 8
+    raw = specfile.pack_struct([{"name": "a", "type": "half", "value": 1},
+                                {"name": "v", "type": "uint3", "value": [1, 2, 3]}], env)
+    assert len(raw) == 32 and struct.unpack("<4I", raw[16:]) == (1, 2, 3, 0)   # uint3: 16 bytes, 16-aligned
+
+
+def test_patterns_bind_dtypes_and_exact_names_come_first(tmp_path):
+    a = tmp_path / "a.toml"
+    a.write_text('[[kernel]]\nname = "scan_{T}_{U}"\ngrid = [1]\n\n[[kernel]]\nname = "scan_float_int"\ngrid = [2]\n')
+    b = tmp_path / "b.toml"
+    b.write_text('[[kernel]]\nname = "scan_*"\ngrid = [3]\n\n[[kernel]]\nname = "other"\ngrid = [4]\n')
+    lib = specfile.SpecLibrary.load([a, b], builtin=False)
+    [(d, bind)] = lib.lookup("scan_float_int")
+    assert d.grid == [2] and bind == {}
+    [(d, bind)] = lib.lookup("scan_half_long")
+    assert d.grid == [1] and bind == {"T": "half", "U": "long"}
+    assert lib.lookup("scan_x")[0][0].grid == [3]          # the first file with a match wins
+    assert lib.lookup("nothing") == []
+
+
+def test_malformed_tables_become_spec_errors_not_crashes(tmp_path):
+    ds = _decl('[[kernel]]\nname = "k"\ngrid = [1]\ngroups = [1]\n\n[[kernel]]\nname = "j"\ngrid = [1]\n'
+               '[[kernel.buffer]]\nindex = 0\nname = "x"\ndtype = "float"\n', tmp_path)
+    assert "exactly one of `grid`" in ds[0].error
+    assert "exactly one of `shape`, `value` or `fields`" in ds[1].error
+    with pytest.raises(specfile.SpecFileError, match="invalid TOML"):
+        _decl("[[kernel]\n", tmp_path, "bad.toml")
+
+
+def test_expressions_are_a_checked_subset():
+    assert specexpr.size("ceil_div(N, 4) * 2 + (1 << 3)", {"N": 10}) == 14
+    with pytest.raises(specexpr.SpecExprError, match="attributes are not allowed"):
+        specexpr.size("x.numel()", {"x": 1})
+    for bad in ("torch.load('f')", "x.__class__", "__import__('os')", "torch.hub.list('a')", "(lambda: 1)()"):
+        with pytest.raises(specexpr.SpecExprError):
+            specexpr.torch_expr(bad, {"x": 1})
+
+
+def test_config_smoke_specs_are_resolved_next_to_the_pyproject(tmp_path):
+    from mpslint.config import load_config
+    (tmp_path / "pyproject.toml").write_text('[tool.mpslint]\nsmoke-specs = ["specs"]\n')
+    assert load_config(tmp_path / "pyproject.toml").smoke_specs == [str((tmp_path / "specs").resolve())]
+
+
+def _outcomes(r):
+    assert r.exit_code in (0, 1), (r.exit_code, r.output)
+    return {o["kernel"]: o for o in json.loads(r.stdout)["outcomes"]}
+
+
+@needs_toolchain
+def test_toml_specs_run_custom_kernels_and_inline_comments_win(tmp_path, monkeypatch, smoke_cache):
+    from mpslint.smoke.cli import smoke_cmd
+    k = tmp_path / "scan_kernels.metal"
+    text = (SPECS / "scan_kernels.metal").read_text()
+    # an inline spec for the half variant: it must win over the TOML pattern row_cumsum_{T}
+    text += ("\n// mpslint-smoke: row_cumsum_half grid=1 group=1 args=0:half[4]=zeros!out 1:half[4]=ones "
+             "2:uint=1\n")
+    k.write_text(text)
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    shutil.copy(SPECS / "scan_kernels.toml", proj / "launch.toml")
+    (proj / "pyproject.toml").write_text('[tool.mpslint]\nsmoke-specs = ["launch.toml"]\n')
+    args = [str(k), "--backend", "host", "--no-progress", "--cache-dir", str(smoke_cache), "--format",
+            "outcomes-json", "--no-builtin-specs"]
+    monkeypatch.chdir(proj)                                   # found through [tool.mpslint] smoke-specs
+    r = CliRunner().invoke(smoke_cmd, args)
+    out = _outcomes(r)
+    assert r.exit_code == 1
+    assert out["row_cumsum_float"]["status"] == "passed" and out["row_cumsum_float"]["variant"] == "spec"
+    assert out["row_cummax_float"]["code"] == "SMK402" and "`out`" in out["row_cummax_float"]["message"]
+    assert out["row_cumsum_half"]["variant"] == "custom"     # the inline comment's launch
+    monkeypatch.chdir(tmp_path)                               # no config: nothing describes the kernels
+    out = _outcomes(CliRunner().invoke(smoke_cmd, args))
+    assert out["row_cumsum_float"]["status"] == "skipped" and "no launch plan" in out["row_cumsum_float"]["message"]
+    out = _outcomes(CliRunner().invoke(smoke_cmd, args + ["--specs", str(SPECS)]))   # --specs PATH
+    assert out["row_cumsum_float"]["status"] == "passed"
