@@ -62,9 +62,11 @@ def load_project(
 
 
 @contextmanager
-def gc_paused():
+def gc_paused(freeze: bool = True):
     """No cycle collection inside: facts and graph are many objects and no garbage, and a full collection
-    walks all of them (most of the graph's build time on a large tree went to the collector)."""
+    walks all of them (most of the graph's build time on a large tree went to the collector).
+    ``freeze=False`` where what was built is short-lived (a rules run, the language server's per-edit
+    projects): frozen objects are never collected, so freezing them would keep every one alive."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -72,7 +74,8 @@ def gc_paused():
     finally:
         # what was built stays alive for the whole run: move it out of the collector's sight (gc.freeze),
         # so re-enabling collection does not pay for one full walk over every fact
-        gc.freeze()
+        if freeze:
+            gc.freeze()
         if was_enabled:
             gc.enable()
 
@@ -169,7 +172,7 @@ def check_project(project: Project, rules: list[type[Rule]], cfg: Config, rule_o
     per-file ignores, deduplicated and sorted; a crashing rule is reported in ``internal``."""
     ctx = RuleContext(project, project.graph, rule_options)
     findings: list[Finding] = []
-    with gc_paused():  # rules allocate on top of a heap of facts: a full collection would walk them all
+    with gc_paused(freeze=False):  # rules allocate on top of a heap of facts: a full collection would walk them all
         for cls in rules:
             try:
                 findings.extend(cls().check(ctx))

@@ -214,7 +214,7 @@ class Workspace:
     def _assemble(self, linted: str | None, paths: list[str]) -> Project:
         project = Project()
         project.cache = self.cache
-        with gc_paused():
+        with gc_paused(freeze=False):  # a per-edit project: garbage after the lint
             # the yaml first: the first one added is the project's native functions, as in a run from the root
             for p in sorted(paths, key=lambda p: self.entries[p].source.kind != "yaml"):
                 e = self.entries[p]
