@@ -28,6 +28,7 @@ class Config:
     exclude: list[str] = field(default_factory=list)
     native_functions: str | None = None
     smoke_specs: list[str] = field(default_factory=list)  # TOML launch specs for `mpslint smoke` (smoke/specfile.py)
+    context: str | None = None  # "pytorch" | "extension": every file's context (mpslint.context); None: detected
 
     def ignored_for(self, path: str) -> set[str]:
         out: set[str] = set()
@@ -40,7 +41,7 @@ class Config:
         return any(fnmatch.fnmatch(path, pat) or fnmatch.fnmatch(path, pat.rstrip("/") + "/*") for pat in self.exclude)
 
 
-_KEYS = {"select", "extend-select", "ignore", "per-file-ignores", "include", "exclude", "native-functions"}
+_KEYS = {"select", "extend-select", "ignore", "per-file-ignores", "include", "exclude", "native-functions", "context"}
 
 _KEYS.add("smoke-specs")
 
@@ -82,6 +83,9 @@ def load_config(path: Path | None) -> Config:
     pfi = section.get("per-file-ignores", {})
     if not isinstance(pfi, dict):
         raise ConfigError(f"{path}: [tool.mpslint] per-file-ignores must be a table")
+    context = section.get("context")
+    if context is not None and context not in ("pytorch", "extension"):
+        raise ConfigError(f'{path}: [tool.mpslint] context must be "pytorch" or "extension", not {context!r}')
     cfg = Config(
         path=path,
         select=strings("select") if "select" in section else None,
@@ -91,6 +95,7 @@ def load_config(path: Path | None) -> Config:
         include=strings("include"),
         exclude=strings("exclude"),
         native_functions=section.get("native-functions"),
+        context=context,
     )
     base = path.parent
     cfg.smoke_specs = [str((base / p).resolve()) for p in strings("smoke-specs")]

@@ -85,6 +85,7 @@ def _load(project: Project, internal: list[str], files, context, overrides, cach
     project.errors.extend(errors)
     for e in entries:
         add_facts(project, e.source, e.facts, e.linted)
+        project.fs_paths[e.source.path] = e.discovered.fs_path
     project.graph = build_graph(project)
 
 
@@ -170,12 +171,14 @@ def selected_rules(opts: LintOptions) -> list[type[Rule]]:
 def check_project(project: Project, rules: list[type[Rule]], cfg: Config, rule_options: dict, internal: list[str]) -> list[Finding]:
     """Run ``rules`` on a loaded project: the findings on its linted files, minus suppressions and
     per-file ignores, deduplicated and sorted; a crashing rule is reported in ``internal``."""
+    project.context_override = cfg.context
     ctx = RuleContext(project, project.graph, rule_options)
     findings: list[Finding] = []
     with gc_paused(freeze=False):  # rules allocate on top of a heap of facts: a full collection would walk them all
         for cls in rules:
             try:
-                findings.extend(cls().check(ctx))
+                # a rule's findings count only in files of the contexts it declares (Rule.contexts)
+                findings.extend(f for f in cls().check(ctx) if cls.applies_in(ctx.file_context(f.path)))
             except Exception as e:
                 internal.append(f"rule {cls.code} crashed: {type(e).__name__}: {e}\n{traceback.format_exc(limit=4)}")
     kept: dict[tuple, Finding] = {}

@@ -24,9 +24,18 @@ class Rule:
     default_enabled: bool = True
     fixable: str | None = None  # "safe" | "unsafe" | None
     guide: str = ""  # the guide section the rule comes from
+    # Where the rule applies (mpslint.context): PyTorch's conventions only in "pytorch", hazards in both.
+    # One mechanism: the engine keeps a rule's findings only in files whose context is in ``contexts``;
+    # a rule never checks the context itself to decide whether to report, only to shape its message or fix
+    # (``RuleContext.file_context``).
+    contexts: tuple[str, ...] = ("pytorch", "extension")
 
     def check(self, ctx: "RuleContext") -> Iterable[Finding]:
         raise NotImplementedError
+
+    @classmethod
+    def applies_in(cls, context: str) -> bool:
+        return context in cls.contexts
 
     @classmethod
     def doc(cls) -> str:
@@ -43,6 +52,7 @@ class Rule:
             "default_enabled": cls.default_enabled,
             "fixable": cls.fixable,
             "guide": cls.guide,
+            "contexts": list(cls.contexts),
         }
 
 
@@ -54,6 +64,12 @@ class RuleContext:
         self.graph = graph
         self.options = options or {}
         self.smoke_outcomes = self.options.get("smoke_outcomes", [])
+
+    def file_context(self, path: str) -> str:
+        """"pytorch" or "extension": where ``path`` lives (mpslint.context), to shape messages and fixes."""
+        from .context import file_context
+
+        return file_context(self.project, path)
 
     def text(self, path: str) -> str:
         return self.project.sources[path].text

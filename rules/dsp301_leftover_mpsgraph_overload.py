@@ -55,6 +55,7 @@ class LeftoverMpsgraphOverload(Rule):
     summary = "Op family half migrated: some overloads share the CPU/CUDA stub, others still dispatch to an MPS-only function"
     fixable = "unsafe"
     guide = "Step 1: Update native_functions.yaml (migrating)"
+    contexts = ("pytorch",)  # a PyTorch convention (mpslint.context)
 
     def check(self, ctx):
         natives = ctx.project.natives

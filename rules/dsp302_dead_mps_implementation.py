@@ -60,6 +60,7 @@ class DeadMpsImplementation(Rule):
     summary = "MPS implementation (or its ATen/ops/x_native.h include) that no native_functions.yaml entry reaches"
     fixable = "unsafe"
     guide = "Step 3: Migration: Removing Old MPSGraph Implementation"
+    contexts = ("pytorch",)  # a PyTorch convention (mpslint.context)
 
     def check(self, ctx):
         dead, includes, dying = dead_mps_implementations(ctx.project, ctx.graph)

@@ -64,6 +64,7 @@ class MissingStubRegistration(Rule):
     scope = "dispatch"
     summary = "yaml routes MPS through a shared structured stub that no MPS source registers"
     guide = "Step 3: Stub Registration Pattern"
+    contexts = ("pytorch",)  # a PyTorch convention (mpslint.context)
 
     def check(self, ctx):
         project, graph = ctx.project, ctx.graph

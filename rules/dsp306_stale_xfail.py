@@ -96,6 +96,7 @@ class StaleXfail(Rule):
     summary = "common_mps.py lists an op as unimplemented although its MPS path is native Metal for the listed dtypes"
     fixable = "unsafe"
     guide = "Testing: Remove from common_mps.py"
+    contexts = ("pytorch",)  # a PyTorch convention (mpslint.context)
 
     def check(self, ctx):
         project, graph = ctx.project, ctx.graph

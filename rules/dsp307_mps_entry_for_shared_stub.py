@@ -54,6 +54,7 @@ class MpsEntryForSharedStub(Rule):
     scope = "dispatch"
     summary = "MPS-specific yaml entry for an overload whose CPU/CUDA stub MPS could share (the stub is registered or declared in the tree)"
     guide = "Working with TensorIterators: Share the CPU/CUDA stub via REGISTER_MPS_DISPATCH"
+    contexts = ("pytorch",)  # a PyTorch convention (mpslint.context)
 
     def check(self, ctx):
         project = ctx.project

@@ -51,6 +51,7 @@ class StubWithoutMpsDispatch(Rule):
     scope = "dispatch"
     summary = "Overload without an MPS key although MPS sources register the stub its shared CPU/CUDA kernel calls"
     guide = "Checklist: Added MPS dispatch to native_functions.yaml"
+    contexts = ("pytorch",)  # a PyTorch convention (mpslint.context)
 
     def check(self, ctx):
         project = ctx.project

@@ -56,6 +56,7 @@ class TensorRefKernel(Rule):
     scope = "host"
     summary = "Launch helper takes `Tensor&` and binds whole tensors where `TensorIteratorBase&` belongs; or const_cast to build an iterator"
     guide = "Working with TensorIterators"
+    contexts = ("pytorch",)  # a PyTorch convention (mpslint.context)
 
     def check(self, ctx):
         hosts = ctx.project.hosts

@@ -48,6 +48,7 @@ class ChainedSetBytes(Rule):
     summary = "Consecutive `mtl_setBytes` calls on one encoder; bind them with one `mtl_setArgs<N>`"
     fixable = "safe"
     guide = "Working with TensorIterators"
+    contexts = ("pytorch",)  # a PyTorch convention (mpslint.context)
 
     def check(self, ctx):
         for path in sorted(ctx.project.hosts):

@@ -198,6 +198,7 @@ class ManualCeilDiv(Rule):
     summary = "Hand-written `(a + b - 1) / b`; use `at::ceil_div` (host) or `c10::metal::ceil_div` (Metal)"
     fixable = "safe"
     guide = "Working with TensorIterators"
+    contexts = ("pytorch",)  # a PyTorch convention (mpslint.context)
 
     def check(self, ctx):
         project = ctx.project

@@ -56,6 +56,7 @@ class MissingDtypeRegistration(Rule):
     scope = "metal"
     summary = "Metal op registered for some of float/half/bfloat but not all"
     guide = "Checklist: Supports required dtypes"
+    contexts = ("pytorch",)  # a PyTorch convention (mpslint.context)
 
     def check(self, ctx):
         groups: dict[tuple[str, str], list] = {}

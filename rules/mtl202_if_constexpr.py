@@ -69,6 +69,7 @@ class IfConstexpr(Rule):
     summary = "`if constexpr` in Metal code: Metal 3 lacks it, use `if IF_CONSTEXPR (...)`"
     fixable = "safe"
     guide = "Working with TensorIterators: IF_CONSTEXPR for Metal 3/4 portability"
+    contexts = ("pytorch",)  # a PyTorch convention (mpslint.context)
 
     def check(self, ctx):
         for src in metal_sources(ctx):

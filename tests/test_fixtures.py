@@ -13,7 +13,7 @@ from mpslint.rule import all_rules
 
 from .conftest import FIXTURES, ROOT
 
-TREES = ["aten"]
+TREES = ["aten", "ext"]
 EXTS = {".metal", ".mm", ".h", ".cpp", ".yaml", ".py"}
 
 

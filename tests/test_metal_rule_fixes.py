@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import shutil
 
 import pytest
 
@@ -13,10 +14,10 @@ from .conftest import FIXTURES, ROOT
 COMMON = "#include <c10/metal/common.h>"
 
 
-def _lint(path, select, text=None):
-    rel = path.relative_to(ROOT).as_posix()
+def _lint(path, select, text=None, cwd=ROOT):
+    rel = path.relative_to(cwd).as_posix()
     overrides = {rel: text} if text is not None else {}
-    result = lint(LintOptions(paths=[str(path)], select=select, cwd=ROOT, overrides=overrides))
+    result = lint(LintOptions(paths=[str(path)], select=select, cwd=cwd, overrides=overrides))
     assert not result.internal_errors, result.internal_errors
     return rel, result
 
@@ -29,13 +30,13 @@ def _apply(text, findings):
     return text
 
 
-def _fix_and_relint(path):
-    rel, before = _lint(path, ["MTL202"])
+def _fix_and_relint(path, cwd=ROOT):
+    rel, before = _lint(path, ["MTL202"], cwd=cwd)
     found = [f for f in before.findings if f.path == rel]
     assert found, f"{rel}: expected MTL202 findings to fix"
     assert all(f.fix is not None for f in found)
     fixed = _apply(path.read_text(encoding="utf-8"), found)
-    _, after = _lint(path, ["MTL202"], fixed)
+    _, after = _lint(path, ["MTL202"], fixed, cwd=cwd)
     assert [f for f in after.findings if f.path == rel] == []
     return found, fixed, after
 
@@ -69,9 +70,13 @@ def test_fix_inside_an_mm_raw_string_stays_inside_it():
     assert after.project.metals[rel] and after.project.metals[rel][0].registrations
 
 
-def test_fix_in_compile_shader_sources_keeps_valid_python():
-    path = FIXTURES / "py/shader_debug.py"
-    found, fixed, after = _fix_and_relint(path)
+def test_fix_in_compile_shader_sources_keeps_valid_python(tmp_path):
+    # MTL202 is PyTorch's convention: the sources are checked as part of a PyTorch checkout's tests
+    for d in ("aten/src/ATen", "c10", "test"):
+        (tmp_path / d).mkdir(parents=True)
+    path = tmp_path / "test" / "shader_debug.py"
+    shutil.copy(FIXTURES / "py/shader_debug.py", path)
+    found, fixed, after = _fix_and_relint(path, cwd=tmp_path)
     ast.parse(fixed)  # still Python
     assert fixed.count(COMMON) == 2  # the triple-quoted source and the one-line source
     # a one-line string gets an escaped newline, so the directive ends before the code
@@ -104,7 +109,8 @@ def test_no_include_when_a_c10_metal_header_brings_it(tmp_path):
     ],
 )
 def test_metal4_guards(tmp_path, guard, flagged):
-    src = tmp_path / "k.metal"
+    src = tmp_path / "aten/src/ATen/native/mps/kernels/k.metal"  # MTL202 is PyTorch's convention: a PyTorch path
+    src.parent.mkdir(parents=True)
     src.write_text(f"{guard}\ntemplate <typename T>\ninline T f(T x) {{\n  if constexpr (sizeof(T) == 2) {{\n    return x;\n  }}\n  return x;\n}}\n#endif\n", encoding="utf-8")
     result = lint(LintOptions(paths=[str(src)], select=["MTL202"], cwd=tmp_path))
     assert bool(result.findings) is flagged

@@ -24,6 +24,13 @@ METAL = (
 )
 
 
+def pytorch_checkout(repo):
+    """Make ``repo`` look like a PyTorch checkout (mpslint.context), where MTL202's convention applies;
+    empty directories, so git sees no change."""
+    for d in ("aten/src/ATen", "c10"):
+        (repo / d).mkdir(parents=True, exist_ok=True)
+
+
 class FakeGitHub:
     """A threading HTTP server on 127.0.0.1 that answers like GitHub's pull request review API and records requests."""
 
@@ -109,6 +116,7 @@ def pr_repo(tmp_path):
     """main: Op.mm with one old finding (line 14). topic: two new findings near the top, a new Metal file."""
     repo = init_repo(tmp_path / "repo")
     (repo / "mps").mkdir()
+    pytorch_checkout(repo)
     lines = body_lines()
     (repo / "mps/Op.mm").write_text("".join(lines))
     commit_all(repo, "base")
@@ -158,6 +166,7 @@ def test_suggestion_not_offered_when_the_fix_leaves_the_hunk(tmp_path):
     # the Metal fix inserts an #include at line 1, far above a changed `if constexpr` on line 30
     repo = init_repo(tmp_path / "repo")
     (repo / "mps").mkdir()
+    pytorch_checkout(repo)
     pad = "".join(f"// line {i}\n" for i in range(25))
     (repo / "mps/K.metal").write_text(METAL.replace("using namespace metal;\n", "using namespace metal;\n" + pad).replace("  if constexpr (sizeof(T) == 8) {\n", "  if (true) {\n"))
     commit_all(repo, "base")

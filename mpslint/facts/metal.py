@@ -133,6 +133,7 @@ class MetalFacts:
     typedefs: dict[str, str] = field(default_factory=dict)
     structs: dict[str, dict[str, str]] = field(default_factory=dict)
     constants: dict = field(default_factory=dict)
+    includes: list[str] = field(default_factory=list)  # headers named by #include (context detection)
 
 
 def metal_facts(path: str, text: str, index: LineIndex, base: int = 0, embedded: bool = False) -> MetalFacts:
@@ -159,6 +160,7 @@ def metal_facts(path: str, text: str, index: LineIndex, base: int = 0, embedded:
         typedefs=cpp.typedefs,
         structs=cpp.structs,
         constants=cpp.constants,
+        includes=re.findall(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', clean, re.M),
     )
 
 
