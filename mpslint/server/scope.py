@@ -10,6 +10,7 @@ graph was built).  The yaml is always context.
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 
 from ..facts.host import HostFacts
@@ -17,6 +18,7 @@ from ..facts.metal import MetalFacts
 from ..graph import DispatchGraph
 
 DEPTH = 3
+MIN_LITERAL = 3  # shorter kernel-name prefixes ("", "k_") name nothing in particular
 
 
 def _node_paths(graph: DispatchGraph, node: str, attrs: dict) -> set[str]:
@@ -55,7 +57,10 @@ class Neighbourhood:
                 for call in fn.calls:
                     self.callers[call.name].add(path)
             for ref in hf.kernel_refs:
-                self.ref_literals.append((ref.literal, path))
+                if len(ref.literal) >= MIN_LITERAL:
+                    self.ref_literals.append((ref.literal, path))
+        self._kernels = _Names(self.kernel_names)
+        self._refs = _Names(self.ref_literals)
 
     def related(self, path: str, facts, depth: int = DEPTH) -> set[str]:
         """Files (other than ``path``) whose facts the findings on ``path`` may depend on."""
@@ -87,14 +92,35 @@ class Neighbourhood:
                 for call in fn.calls:
                     out |= self.definers.get(call.name, set())
             for ref in facts.kernel_refs:
-                lit = ref.literal
-                if len(lit) >= 3:
-                    out |= {p for name, p in self.kernel_names if name.startswith(lit) or lit.startswith(name)}
+                if len(ref.literal) >= MIN_LITERAL:
+                    out |= self._kernels.related(ref.literal)
             metals = list(facts.embedded)
         elif isinstance(facts, MetalFacts):
             metals = [facts]
         for mf in metals:
             names = [k.name for k in mf.kernels] + [r.op for r in mf.registrations] + [hn for r in mf.registrations for hn in r.host_names]
             for name in names:
-                out |= {p for lit, p in self.ref_literals if len(lit) >= 3 and (name.startswith(lit) or lit.startswith(name))}
+                out |= self._refs.related(name)
+        return out
+
+
+class _Names:
+    """(name, file) pairs, sorted once: the files of the names that extend ``s`` or that ``s`` extends
+    (a kernel-name prefix and the names it can resolve to), by bisection instead of a scan."""
+
+    def __init__(self, pairs: list[tuple[str, str]]):
+        self.pairs = sorted(set(pairs))
+        self.keys = [k for k, _ in self.pairs]
+        self.by_name: dict[str, set[str]] = defaultdict(set)
+        for k, p in self.pairs:
+            self.by_name[k].add(p)
+
+    def related(self, s: str) -> set[str]:
+        out: set[str] = set()
+        i = bisect.bisect_left(self.keys, s)
+        while i < len(self.keys) and self.keys[i].startswith(s):
+            out.add(self.pairs[i][1])
+            i += 1
+        for k in range(1, len(s)):
+            out |= self.by_name.get(s[:k], set())
         return out
