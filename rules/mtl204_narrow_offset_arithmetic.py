@@ -73,24 +73,23 @@ Guide: *Working with Large Tensors* — "Most Metal kernels take `numel` as `uin
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-
 from mpslint.model import Severity
-from mpslint.parsing import parse
 from mpslint.rule import Rule
+from mpslint.semantic import ranges as R
+from mpslint.semantic.expressions import Node, strip_parens, walk
+from mpslint.semantic.model import semantic_model
 from mpslint.families import operation_sources
 from mpslint.launchflow import MetalCallIndex, index_range_evidence, launchers
 from mpslint.metalflow import metal_sources
 
 W32, W64, CONST = "w32", "w64", "const"
+_SMALL_VALUE = 1 << 16
 
 _T64 = {"long", "ulong", "int64_t", "uint64_t", "size_t", "ptrdiff_t", "intptr_t", "uintptr_t", "long long", "unsigned long"}
 _T32 = {"int", "uint", "int32_t", "uint32_t", "short", "ushort", "int16_t", "uint16_t", "unsigned", "unsigned int", "char", "uchar", "int8_t", "uint8_t"}
 _QUALS = re.compile(r"\b(const|constant|device|thread|threadgroup|threadgroup_imageblock|static|volatile|inline|register|metal::|::)\b")
 _SMALL_BOUND = re.compile(r"(?i)^(?:\w*dim\w*|\w*rank\w*|num_?indices|\w*_?ndims?|[A-Z][A-Z0-9_]*|\d+[uUlL]*|sizeof\b.*|max_ndim|kMax\w*)$")
 _FOR_HEAD = re.compile(r"for\s*\(\s*(?:const\s+)?(?:[\w:]+\s+)?([A-Za-z_]\w*)\s*=\s*[^;]*;\s*\1\s*(?:<|<=|!=)\s*([^;]+?)\s*;")
-_STRUCT = re.compile(r"\bstruct\s+(\w+)\s*(?::[^{]*)?\{([^{}]*)\}", re.S)
-_FIELD = re.compile(r"^\s*(?:const\s+)?([\w:]+(?:\s+\w+)?)\s+(\w+)\s*(?:\[[^\]]*\])?\s*(?:=[^;]*)?;", re.M)
 
 
 def _base_type(t: str) -> str:
@@ -116,31 +115,15 @@ def _scalar_width(t: str):
     return None
 
 
-@lru_cache(maxsize=20000)
-def _parse_expr(text: str):
-    tree = parse("void __mpslint_f() { (" + text + "); }")
-    node = tree.root_node
-    try:
-        body = node.named_children[0].child_by_field_name("body")
-        stmt = body.named_children[0]
-        expr = stmt.named_children[0]
-        if expr.type == "parenthesized_expression":
-            expr = expr.named_children[0]
-        return expr if not expr.has_error else None
-    except (IndexError, AttributeError):
-        return None
-
-
 class _Env:
     """What a function's names are: 32/64-bit integers, compile-time constants, buffers, local arrays."""
 
-    def __init__(self, fn, header: str, struct_fields: dict[str, set], text: str = ""):
+    def __init__(self, fn, header: str, text: str = ""):
         self.types: dict[str, object] = {}
         self.buffers: set[str] = set()
         self.locals_arrays: set[str] = set()
         self.elem: dict[str, object] = {}  # pointer/array name -> element width
         self.small: set[str] = set()
-        self.struct_fields = struct_fields
         self.decl_init: dict[str, object] = {}
         for m in re.finditer(r"(?:^|[<,])\s*(?:typename|class)\s+(\w+)", header):
             self.types[m.group(1)] = None
@@ -176,133 +159,53 @@ class _Env:
                 if m and _SMALL_BOUND.match(m.group(2).strip()):
                     self.small.add(m.group(1))
 
-    def resolve_auto(self, fn):
-        """Give ``auto`` locals the width of their initializer (one pass, in order)."""
-        for d in fn.decls:
-            if d.array or d.init is None or self.types.get(d.name) is not None:
-                continue
-            if re.search(r"\bauto\b", d.type):
-                w, _ = width(d.init.text, self)
-                self.types[d.name] = w if w in (W32, W64) else None
 
-
-def width(text: str, env: _Env):
-    """(width of the expression, [texts of run-time 32x32 products inside it])."""
-    node = _parse_expr(text)
-    if node is None:
-        return None, []
-    narrow: list[str] = []
-    w = _w(node, env, narrow)
-    return w, narrow
-
-
-def _w(n, env: _Env, narrow: list):
-    t = n.type
-    if t == "number_literal":
-        s = n.text.decode()
-        return W64 if re.search(r"[lL]", s) and not re.search(r"[eE.]", s) else (None if re.search(r"[.eEfFhH]", s) and not s.startswith("0x") else CONST)
-    if t in ("true", "false", "char_literal", "sizeof_expression", "alignof_expression"):
+def _cls(n, stmt: int, fm, env: _Env):
+    """W64 / W32 / CONST for an integer expression, None when its type is not known (template types)."""
+    n = strip_parens(n)
+    if n.kind == "id" and n.op in env.small:
         return CONST
-    if t == "identifier":
-        name = n.text.decode()
-        if name in env.types:
-            w = env.types[name]
-            if w is not None and name in env.small:
-                return CONST
-            return w
-        if re.fullmatch(r"[A-Z][A-Z0-9_]*|k[A-Z]\w*", name):
-            return CONST  # macro or kConstant
+    r = fm.range(n, stmt)
+    if r.lo is not None and r.lo == r.hi:
+        return CONST  # a literal, `constexpr`/`const` value, template constant
+    t = fm.type_of(n, stmt)
+    if r.bounded and max(abs(r.lo), abs(r.hi)) <= _SMALL_VALUE and r != fm.type_range(t):
+        return CONST  # a value known small (`c ? 1 : 2`, `x & 31`, `i % 8`), like a literal factor
+    if n.kind == "id" and env.types.get(n.op, W32) is CONST:
+        return CONST  # a non-type template parameter
+    if t.kind == "vector" and t.elem is not None:
+        t = t.elem
+    if not t.is_int:
         return None
-    if t == "qualified_identifier":
-        return CONST if re.search(r"::k[A-Z]\w*$|::[A-Z][A-Z0-9_]*$", n.text.decode()) else None
-    if t == "parenthesized_expression":
-        inner = n.named_children
-        return _w(inner[-1], env, narrow) if inner else None
-    if t == "cast_expression":
-        tn = n.child_by_field_name("type")
-        vn = n.child_by_field_name("value")
-        if vn is not None:
-            _w(vn, env, narrow)
-        return _scalar_width(tn.text.decode()) if tn is not None else None
-    if t == "call_expression":
-        fnode = n.child_by_field_name("function")
-        args = n.child_by_field_name("arguments")
-        argn = [a for a in args.named_children] if args is not None else []
-        for a in argn:
-            _w(a, env, narrow)
-        if fnode is None:
-            return None
-        if fnode.type == "template_function":
-            name = fnode.child_by_field_name("name")
-            targs = fnode.child_by_field_name("arguments")
-            if name is not None and name.text.decode() in ("static_cast", "as_type") and targs is not None:
-                return _scalar_width(targs.text.decode()[1:-1])
-            return None
-        fname = fnode.text.decode()
-        if fnode.type in ("primitive_type", "type_identifier", "identifier", "sized_type_specifier") and _scalar_width(fname) is not None:
-            return _scalar_width(fname)
-        if fname in ("min", "max", "metal::min", "metal::max", "::metal::min", "::metal::max", "clamp") and argn:
-            ws = [_w(a, env, []) for a in argn]
-            return W64 if W64 in ws else (W32 if W32 in ws and None not in ws else None)
-        return None
-    if t == "field_expression":
-        arg = n.child_by_field_name("argument")
-        fld = n.child_by_field_name("field")
-        if arg is None or fld is None:
-            return None
-        field = fld.text.decode()
-        if arg.type == "identifier" and re.fullmatch(r"[xyzw]|[rgba]", field):
-            base = env.types.get(arg.text.decode())
-            return base if base in (W32, W64) else None
-        ws = env.struct_fields.get(field)
-        if ws and len(ws) == 1:
-            return next(iter(ws))
-        return None
-    if t == "subscript_expression":
-        arg = n.child_by_field_name("argument")
-        idx = n.child_by_field_name("indices")
-        if idx is not None:
-            for c in idx.named_children:
-                _w(c, env, narrow)
-        if arg is not None and arg.type == "identifier":
-            return env.elem.get(arg.text.decode())
-        return None
-    if t == "binary_expression":
-        op = n.child_by_field_name("operator")
-        op = op.type if op is not None else ""
-        ln, rn = n.child_by_field_name("left"), n.child_by_field_name("right")
-        lw = _w(ln, env, narrow) if ln is not None else None
-        rw = _w(rn, env, narrow) if rn is not None else None
-        if op in ("*", "+", "-"):
-            if op == "*" and lw == W32 and rw == W32:
-                narrow.append(n.text.decode())
-            if W64 in (lw, rw):
-                return W64
-            if lw is None or rw is None:
-                return None
-            return W32 if W32 in (lw, rw) else CONST
-        if op in ("/", "%", ">>", "&", "<<", "|", "^"):
-            return lw
-        return None  # comparisons, logic
-    if t == "conditional_expression":
-        a = n.child_by_field_name("consequence")
-        b = n.child_by_field_name("alternative")
-        ws = [_w(x, env, narrow) for x in (a, b) if x is not None]
-        return W64 if W64 in ws else (W32 if ws and all(x in (W32, CONST) for x in ws) and W32 in ws else None)
-    if t in ("unary_expression", "update_expression"):
-        arg = n.child_by_field_name("argument")
-        return _w(arg, env, narrow) if arg is not None else None
+    return W64 if t.bits >= 64 else W32
+
+
+def narrow_products(node, stmt: int, fm, env: _Env) -> list[str]:
+    """Texts of the run-time 32-bit products inside ``node`` that can wrap."""
+    out = []
+    for n in walk(node):
+        if n.kind != "binary" or n.op != "*":
+            continue
+        left, right = n.kids
+        if _cls(left, stmt, fm, env) != W32 or _cls(right, stmt, fm, env) != W32:
+            continue
+        t = fm.type_of(n, stmt)
+        if not t.is_int or t.bits >= 64:
+            continue
+        raw = R.mul(fm.range(left, stmt), fm.range(right, stmt))
+        if raw.within(t.min(), t.max()):
+            continue  # both factors are small enough (masks, `%`, guarded values): no wrap
+        out.append(n.text)
+    return out
+
+
+def runtime_product(node, stmt: int, fm, env: _Env) -> str | None:
+    """A product of two run-time (non-constant) integers anywhere in ``node``, 64-bit ones included."""
+    for n in walk(node):
+        if n.kind == "binary" and n.op == "*":
+            if _cls(n.kids[0], stmt, fm, env) in (W32, W64) and _cls(n.kids[1], stmt, fm, env) in (W32, W64):
+                return n.text
     return None
-
-
-def _struct_fields(ctx) -> dict[str, set]:
-    out: dict[str, set] = {}
-    for src in metal_sources(ctx):
-        for m in _STRUCT.finditer(src.text):
-            for f in _FIELD.finditer(m.group(2)):
-                w = _scalar_width(f.group(1))
-                out.setdefault(f.group(2), set()).add(w)
-    return {k: v for k, v in out.items() if None not in v}
 
 
 class NarrowOffsetArithmetic(Rule):
@@ -315,7 +218,7 @@ class NarrowOffsetArithmetic(Rule):
     guide = "Working with Large Tensors"
 
     def check(self, ctx):
-        fields = _struct_fields(ctx)
+        model = semantic_model(ctx.project)
         seen: set[tuple[str, int]] = set()
         graph = ctx.graph
         # with the MPS operation sources in the run (as the DSP rules ask before reasoning about absence), a finding
@@ -329,9 +232,8 @@ class NarrowOffsetArithmetic(Rule):
                     continue
                 header = text[fn.span.start : fn.name_span.start]
                 header = header[: header.find(">") + 1] if header.lstrip().startswith("template") else ""
-                env = _Env(fn, header, fields, text)
-                env.resolve_auto(fn)
-                found = list(self._function(ctx, src.path, fn, env, seen))
+                env = _Env(fn, header, text)
+                found = list(self._function(ctx, src.path, model.function(fn, src.facts), env, seen))
                 if not found:
                     continue
                 if calls is None:
@@ -346,7 +248,8 @@ class NarrowOffsetArithmetic(Rule):
                 for span, what, how in found:
                     yield self._finding(ctx, src.path, span, what, how, note)
 
-    def _function(self, ctx, path, fn, env: _Env, seen):
+    def _function(self, ctx, path, fm, env: _Env, seen):
+        fn = fm.fn
         # pointers into buffers are buffers too: `constant float* base = in + offset;`
         for d in fn.decls:
             if d.init is not None and not d.array and ctx.source(path, d.span).lstrip().startswith("*"):
@@ -372,7 +275,7 @@ class NarrowOffsetArithmetic(Rule):
         for sub in fn.subscripts:
             if sub.array not in env.buffers or (sub.stmt >= 0 and sub.stmt in stmts_done):
                 continue
-            _, narrow = width(sub.index.text, env)
+            narrow = narrow_products(sub.index.tree, sub.stmt, fm, env) if sub.index.tree is not None else []
             narrow = [n for n in narrow if re.sub(r"\s+", "", n) not in products_done]
             if narrow and (path, sub.index.span.start) not in seen:
                 seen.add((path, sub.index.span.start))
@@ -386,7 +289,7 @@ class NarrowOffsetArithmetic(Rule):
                 continue
             if not any(re.search(r"(?<![\w.])" + re.escape(b) + r"\b", d.init.text) for b in env.buffers):
                 continue
-            _, narrow = width(d.init.text, env)
+            narrow = narrow_products(d.init.tree, d.stmt, fm, env) if d.init.tree is not None else []
             narrow = [n for n in narrow if re.sub(r"\s+", "", n) not in products_done]
             if narrow and (path, d.init.span.start) not in seen:
                 seen.add((path, d.init.span.start))
@@ -395,10 +298,10 @@ class NarrowOffsetArithmetic(Rule):
                                     "compute the offset in `long` (cast one operand: `long(a) * b`)")
         # 3. 32-bit locals computed from products, used to index a buffer
         for d in fn.decls:
-            if d.array or d.init is None or d.name not in index_uses or env.types.get(d.name) != W32:
+            if d.array or d.init is None or d.init.tree is None or d.name not in index_uses or not _is_32bit_local(fm, d.name, d.stmt):
                 continue
-            w, narrow = width(d.init.text, env)
-            product = narrow[0] if narrow else _runtime_product(d.init.text, env)
+            narrow = narrow_products(d.init.tree, d.stmt, fm, env)
+            product = narrow[0] if narrow else runtime_product(d.init.tree, d.stmt, fm, env)
             if product is None or (path, d.init.span.start) in seen:
                 continue
             seen.add((path, d.init.span.start))
@@ -407,10 +310,10 @@ class NarrowOffsetArithmetic(Rule):
             yield (d.init.span, what + " and then indexes a buffer", f"declare `{d.name}` as `long`")
         # 4. offset += a * b into a 32-bit local
         for a in fn.assigns:
-            if a.op not in ("+=", "-=", "*=", "=") or a.lhs not in index_uses or env.types.get(a.lhs) != W32:
+            if a.op not in ("+=", "-=", "*=", "=") or a.lhs not in index_uses or a.rhs.tree is None or not _is_32bit_local(fm, a.lhs, a.stmt):
                 continue
-            w, narrow = width(a.rhs.text, env)
-            product = narrow[0] if narrow else _runtime_product(a.rhs.text, env)
+            narrow = narrow_products(a.rhs.tree, a.stmt, fm, env)
+            product = narrow[0] if narrow else runtime_product(a.rhs.tree, a.stmt, fm, env)
             if product is None or (path, a.rhs.span.start) in seen:
                 continue
             seen.add((path, a.rhs.span.start))
@@ -437,21 +340,12 @@ def _unbounded_launch(graph, mops) -> str | None:
     return None
 
 
-def _runtime_product(text: str, env: _Env) -> str | None:
-    """A product of two run-time (non-constant) integers anywhere in ``text``, 64-bit ones included."""
-    node = _parse_expr(text)
-    if node is None:
-        return None
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.type == "binary_expression":
-            op = n.child_by_field_name("operator")
-            if op is not None and op.type == "*":
-                ln, rn = n.child_by_field_name("left"), n.child_by_field_name("right")
-                lw = _w(ln, env, []) if ln is not None else None
-                rw = _w(rn, env, []) if rn is not None else None
-                if lw in (W32, W64) and rw in (W32, W64):
-                    return n.text.decode()
-        stack.extend(n.named_children)
-    return None
+def _is_32bit_local(fm, name: str, stmt: int) -> bool:
+    """A local or parameter whose declared (or deduced) type is a 32-bit-or-narrower integer."""
+    sym = fm.scope.lookup(name, stmt)
+    if sym is None or sym.type.kind == "container":
+        return False
+    t = fm.type_of(Node("id", name, "", (), 0, 0, name), max(stmt, sym.stmt))
+    if t.kind == "vector" and t.elem is not None:
+        t = t.elem
+    return t.is_int and t.kind == "int" and t.bits <= 32

@@ -25,10 +25,7 @@ from .expressions import Node, int_literal, strip_parens
 from .guards import Condition, dominating_conditions
 from .ranges import Interval
 from .symbols import FileTables, Scope
-from .types import (
-    BOOL, DOUBLE, INT32, INT64, INT_ARRAY, INT8, SIZE_T, UINT32, UINT64, UNKNOWN, CType, arith, common, literal_type,
-    parse_type, promote,
-)
+from .types import BOOL, INT32, INT64, INT_ARRAY, INT8, SIZE_T, UINT32, UNKNOWN, CType, arith, common, literal_type, promote
 
 _MAX_DEPTH = 10
 LINEAR_CALLS = {"numel", "nbytes", "storage_offset", "num_output_elements", "sym_numel", "storage_nbytes"}

@@ -78,7 +78,7 @@ SCALARS: dict[str, CType] = {
     "long": _int("long", 64, True), "long int": _int("long", 64, True), "long long": _int("long long", 64, True),
     "long long int": _int("long long", 64, True), "int64_t": INT64, "int64": INT64, "ptrdiff_t": _int("ptrdiff_t", 64, True),
     "intptr_t": _int("intptr_t", 64, True), "ssize_t": _int("ssize_t", 64, True), "NSInteger": _int("NSInteger", 64, True),
-    "SymInt": _int("SymInt", 64, True), "index_t": INT64,
+    "SymInt": _int("SymInt", 64, True),
     "ulong": _int("ulong", 64, False), "unsigned long": _int("unsigned long", 64, False),
     "unsigned long long": _int("unsigned long long", 64, False), "uint64_t": UINT64, "uint64": UINT64,
     "size_t": SIZE_T, "uintptr_t": _int("uintptr_t", 64, False), "NSUInteger": _int("NSUInteger", 64, False),

@@ -20,7 +20,7 @@ struct Params { uint32_t size; int64_t stride; float scale; uint32_t dims[4]; };
 void f(const Tensor& t, TensorIteratorBase& iter, int64_t n64, int32_t n32, uint32_t u32, size_t sz, bool flag,
        uint8_t u8, int16_t i16, uint16_t u16, long lg, unsigned long ul, NSUInteger nsu, NSInteger nsi, float f32,
        double f64, const std::vector<int64_t>& v64, std::vector<uint32_t> v32, std::array<int, 4> arr, int carr[3],
-       Params p, const std::vector<std::vector<int32_t>>& nested, index_t idx) {
+       Params p, const std::vector<std::vector<int32_t>>& nested) {
   auto a1 = t.numel();
   const auto a2 = u32;
   auto a3 = a1 * 2;
@@ -38,7 +38,7 @@ HOST = [
     ("2147483648", "i64"), ("0x80000000", "u32"), ("0xFFFFFFFF", "u32"), ("0x100000000", "i64"),
     ("4294967296u", "u64"), ("0", "i32"), ("'a'", "i8"), ("true", "bool"), ("1.0", "f64"), ("1.0f", "f32"),
     ("n64", "i64"), ("n32", "i32"), ("u32", "u32"), ("sz", "u64"), ("flag", "bool"), ("u8", "u8"), ("i16", "i16"),
-    ("lg", "i64"), ("ul", "u64"), ("nsu", "u64"), ("nsi", "i64"), ("f32", "f32"), ("f64", "f64"), ("idx", "i64"),
+    ("lg", "i64"), ("ul", "u64"), ("nsu", "u64"), ("nsi", "i64"), ("f32", "f32"), ("f64", "f64"),
     ("u8 + u8", "i32"), ("i16 * i16", "i32"), ("u16 + 1", "i32"), ("flag + flag", "i32"), ("u32 + 1", "u32"),
     ("u32 + n32", "u32"), ("n32 + n64", "i64"), ("u32 + n64", "i64"), ("u32 * sz", "u64"), ("n64 + sz", "u64"),
     ("n32 * 2u", "u32"), ("n32 + 1l", "i64"), ("u32 + 1l", "i64"), ("u32 + 1ul", "u64"), ("nsu - 1", "u64"),
@@ -73,6 +73,7 @@ HOST = [
     ("1.5 * n32", "f64"), ("0.5f * u8", "f32"), ("t.numel() / 2", "i64"), ("t.numel() >> 1", "i64"),
     ("t.numel() & 0xFFFF", "i64"), ("t.numel() % u32", "i64"), ("a1 + u32", "i64"), ("a2 * a2", "u32"),
     ("static_cast<uint32_t>(a1) * 2", "u32"), ("lg * ul", "u64"), ("ul + 1", "u64"), ("i16 + 1l", "i64"),
+    ("static_cast<myidx_t>(n64) * u32", "u32"), ("static_cast<big_t>(u32) * u32", "i64"),
 ]
 
 METAL_PRELUDE = """
