@@ -41,7 +41,7 @@ def outcome_dict(o) -> dict:
 
 
 @click.command("smoke")
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--backend", type=click.Choice(["auto", "host", "metal"]), default="auto", show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "outcomes-json", "sarif", "lintrunner", "github", "rdjson", "rdjsonl", "jsonl", "junit"]), default="text", show_default=True,
               help="text: per-variant lines and the summary table; outcomes-json: every outcome with its status; "
@@ -59,9 +59,18 @@ def outcome_dict(o) -> dict:
               help="TOML launch spec file or directory (repeatable); looked up before [tool.mpslint] smoke-specs "
                    "and the spec library shipped with mpslint; inline `mpslint-smoke:` comments win")
 @click.option("--no-builtin-specs", is_flag=True, help="do not use the spec library shipped with mpslint")
+@click.option("--suggest-spec", "suggest_file", type=click.Path(exists=True, dir_okay=False),
+              help="print a TOML launch-spec skeleton for every kernel of FILE.metal (PATHS: host code that "
+                   "launches them, besides a PyTorch-style ../operations folder) and exit")
 def smoke_cmd(paths, backend, fmt, output, jobs, timeout, memory_mb, cache_dir, headers_root, show_passed, progress,
-              spec_paths, no_builtin_specs):
+              spec_paths, no_builtin_specs, suggest_file):
     """Compile and smoke-run the kernels of .metal files (host-emulated on Linux)."""
+    if suggest_file:
+        from .suggest import skeleton
+        _emit(skeleton(Path(suggest_file), [Path(p) for p in paths]), output)
+        sys.exit(0)
+    if not paths:
+        raise click.UsageError("give the .metal files or directories to smoke-run (or --suggest-spec FILE)")
     files = collect(paths)
     if not files:
         click.echo("mpslint smoke: no .metal files", err=True)

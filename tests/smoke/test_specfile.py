@@ -104,3 +104,33 @@ def test_toml_specs_run_custom_kernels_and_inline_comments_win(tmp_path, monkeyp
     assert out["row_cumsum_float"]["status"] == "skipped" and "no launch plan" in out["row_cumsum_float"]["message"]
     out = _outcomes(CliRunner().invoke(smoke_cmd, args + ["--specs", str(SPECS)]))   # --specs PATH
     assert out["row_cumsum_float"]["status"] == "passed"
+
+
+def test_suggest_spec_writes_a_loadable_skeleton_with_what_the_host_binds(tmp_path):
+    from mpslint.smoke.cli import smoke_cmd
+    kernel = FIXTURES / "suggest" / "mps" / "kernels" / "RowScan.metal"
+    r = CliRunner().invoke(smoke_cmd, ["--suggest-spec", str(kernel)])
+    assert r.exit_code == 0, r.output
+    p = tmp_path / "skeleton.toml"
+    p.write_text(r.stdout)
+    [d] = specfile.load_file(p)
+    assert d.error == "" and d.name == "row_scan_{T}" and d.match("row_scan_half") == {"T": "half"}
+    assert [(b.index, b.name, b.kind) for b in d.buffers] == [(0, "output", "buffer"), (1, "input", "buffer"),
+                                                               (2, "params", "struct")]
+    assert d.buffers[0].out and not d.buffers[1].out
+    assert [f["name"] for f in d.buffers[2].fields] == ["rows", "cols", "strides"]
+    assert d.buffers[2].fields[2]["type"] == "long[2]" and len(d.grid) == 2 and len(d.tgmem) == 1
+    # from the host code in ../operations/RowScan.mm
+    assert "# the host binds: self" in r.stdout and "launched by row_scan_out_mps" in r.stdout
+    assert "dispatchThreads(MTLSizeMake(self.size(1), self.size(0), 1)" in r.stdout
+
+
+@needs_torch
+def test_an_unfilled_skeleton_is_a_spec_error_not_a_run(tmp_path):
+    p = tmp_path / "k.toml"
+    p.write_text('[[kernel]]\nname = "k"\nvars = { N = "TODO" }\ngrid = ["TODO"]\n'
+                 '[[kernel.buffer]]\nindex = 0\nname = "x"\ndtype = "float"\nshape = ["N"]\n')
+    [d] = specfile.load_file(p)
+    entry = {"host_name": "k", "params": [{"role": 0, "kind": 1, "type": "float", "size": 4}]}
+    v = specfile.plan(entry, d, {})
+    assert v.skip and "spec error" in v.skip and "TODO" in v.skip
