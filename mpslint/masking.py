@@ -487,6 +487,10 @@ def _ternary_colons(text: str, start: int, end: int, skip: "_Skipper") -> set[in
     return out
 
 
+# `(float*)[buffer contents]`: a send right after a C-style pointer cast (not a subscript of a parenthesised value)
+_POINTER_CAST = re.compile(r"\(\s*(?:const\s+)?[A-Za-z_][\w:]*(?:\s*<[^<>()]*>)?\s*\*+\s*(?:const\s*)?\)\s*\Z")
+
+
 def _selector_parts(text: str, start: int, end: int, skip: _Skipper):
     """Split the inside of ``[ ... ]`` (start..end exclusive) into receiver and selector keywords.
 
@@ -647,7 +651,7 @@ def mask_objc(text: str) -> str:
             continue
         prev = _prev_sig(text, i)
         pw = _prev_word(text, i)
-        if not (prev in _PREV_SEND or pw in ("return", "case", "throw", "co_return", "delete")):
+        if not (prev in _PREV_SEND or pw in ("return", "case", "throw", "co_return", "delete") or _POINTER_CAST.search(text, max(0, i - 80), i)):
             i += 1
             continue
         if text.startswith("[[", i) and re.match(r"\[\[\s*[A-Za-z_:]+\s*(\(.*?\))?\s*(,\s*[A-Za-z_:]+\s*(\(.*?\))?\s*)*\]\]", text[i : i + 200]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -162,8 +163,15 @@ _IMPL_NAME = re.compile(r"^[A-Za-z_]\w*$")
 _CLASS_HEAD = re.compile(r"\b(?:class|struct)\s+(?:\[\[[^\]]*\]\]\s*)?([A-Za-z_]\w*)[^;{()]*\{")
 
 
+@functools.lru_cache(maxsize=64)
+def _code_only(text: str) -> str:
+    """``text`` with comments and string literals blanked (same offsets): "This struct is ..." names no class."""
+    return re.sub(r'//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"', lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
+
+
 def _enclosing_class(text: str, pos: int) -> str | None:
     """Name of the class/struct whose body contains ``pos`` (None for a free or out-of-line function)."""
+    text = _code_only(text)
     best = None
     for m in _CLASS_HEAD.finditer(text, 0, pos):
         depth, i = 1, m.end()

@@ -118,3 +118,12 @@ def test_raw_string_metal_header_is_host(tmp_path):
     (mps / "op.mm").write_text('#include "Kernels.h"\nvoid f(id<MTLLibrary> lib) { auto fn = [lib newFunctionWithName:@"k1"]; }\n')
     links = _links(mps)
     assert [k["name"] for k in links["f"]["kernels"]] == ["k1"]
+
+
+def test_send_after_pointer_cast_is_masked():
+    from mpslint.masking import mask_objc
+
+    src = "float* q = (float*)[buf contents]; auto z = (x)[3]; auto w = (const T*)[b contents] + 1;"
+    out = mask_objc(src)
+    assert len(out) == len(src)
+    assert "(float*)(buf.contents)" in out and "(x)[3]" in out and "(const T*)(b.contents)" in out

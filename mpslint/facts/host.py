@@ -84,6 +84,19 @@ class KernelRef:
 
 
 @dataclass(frozen=True)
+class EncoderOpen:
+    """``[receiver computeCommandEncoder]`` (or ``computeCommandEncoderWithDispatchType:``): a new compute encoder
+    opened directly on a command buffer (a send with no argument is no call in the facts)."""
+
+    function: str
+    receiver: str  # the command-buffer expression, after masking: "stream->commandBuffer()", "env.commandBuffer"
+    span: Span  # the whole send
+
+
+_ENCODER_OPEN = re.compile(r"\[\s*([^\[\]]+?)\s+computeCommandEncoder(?:WithDispatchType\s*:[^\]]*)?\s*\]")
+
+
+@dataclass(frozen=True)
 class DtypeFilter:
     dtypes: tuple[str, ...]  # Metal type names the function can launch
     span: Span
@@ -112,6 +125,7 @@ class HostFacts:
     missing_nodes: int = 0
     bytes: int = 0
     defines: dict[str, Define] = field(default_factory=dict)
+    encoder_opens: list[EncoderOpen] = field(default_factory=list)
     pipeline_wrappers: dict[str, int] = field(default_factory=dict)  # function -> index of its kernel-name parameter
     static_strings: dict[str, list[str]] = field(default_factory=dict)  # `static constexpr ... name = "..."` values
     # file scope, for the semantic model: alias -> aliased type, struct -> field -> type, name -> (type, value)
@@ -180,6 +194,9 @@ def host_facts(path: str, text: str, index: LineIndex) -> HostFacts:
             if _MPSGRAPH.search(body):
                 facts.mpsgraph_functions.add(fn.name)
             _kernel_refs(facts, fn, funcs, wrappers)
+            for m in _ENCODER_OPEN.finditer(masked_text(host_text, fn), 0):
+                a = fn.span.start + m.start()
+                facts.encoder_opens.append(EncoderOpen(fn.name, " ".join(m.group(1).split()), index.span(a, fn.span.start + m.end())))
             filters = _dtype_filters(fn)
             if filters:
                 facts.dtype_filters[fn.name] = filters
@@ -189,6 +206,12 @@ def host_facts(path: str, text: str, index: LineIndex) -> HostFacts:
     for a, b in ranges:
         facts.embedded.append(metal_facts(path, text[a:b], index, base=a, embedded=True))
     return facts
+
+
+def masked_text(text: str, fn: Function) -> str:
+    """The function's original text with comments and string literals blanked (same offsets)."""
+    body = text[fn.span.start : fn.span.end]
+    return re.sub(r'//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"', lambda m: " " * len(m.group(0)), body, flags=re.S)
 
 
 def _in_define(defs: dict[str, Define], pos: int) -> bool:

@@ -1,0 +1,119 @@
+"""
+## What it does
+Flags a tensor's Metal buffer read as one fixed element type with nothing in the op establishing that
+the tensor has that type: `getMTLBufferStorage(t)` bound with `[enc setBuffer:... atIndex:k]` to a
+kernel parameter `device float* x [[buffer(k)]]` of a non-template kernel (the kernel is the one the
+function's `newFunctionWithName:` / pipeline-state name resolves to), or `(float*)[buf contents]` of
+such a buffer — when neither the op, a helper it hands the tensor to (`check_args(A, B)`), nor its
+caller tests `t.scalar_type()` / `t.dtype()` or converts it (`t.to(at::kFloat)`). The message also
+says when nothing makes the tensor contiguous.
+
+## Why is this bad?
+The buffer is raw bytes: a `half`, `bfloat16` or `double` tensor reaches the kernel as if it were
+`float` — wrong values, and reads past the end of the buffer when the element is smaller. CPU and CUDA
+kernels dispatch on the dtype (or `data_ptr<float>()` throws); a raw Metal binding does neither. A
+non-contiguous tensor (a transpose, a slice) is read in the wrong order for the same reason.
+
+## Example
+```objc
+torch::Tensor scale(const torch::Tensor& x) {
+  auto out = torch::empty_like(x);
+  ...
+  [enc setBuffer:getMTLBufferStorage(x) offset:x.storage_offset() * x.element_size() atIndex:0];  // device float* in
+```
+
+## Use instead
+```objc
+  TORCH_CHECK(x.scalar_type() == at::kFloat, "scale: expected a float32 tensor");
+  TORCH_CHECK(x.is_contiguous(), "scale: expected a contiguous tensor");
+```
+
+## How to fix
+Check the dtype (and contiguity) with `TORCH_CHECK` before binding, convert (`x.to(at::kFloat).contiguous()`),
+or instantiate the kernel per dtype and pick it by `x.scalar_type()`.
+
+Guide: *Writing a Metal kernel* (kernels are instantiated per dtype).
+"""
+
+from __future__ import annotations
+
+import re
+
+from mpslint import extflow
+from mpslint.model import Severity
+from mpslint.rule import Rule
+
+_SCALAR = re.compile(r"^(?:const\s+)?(float|half|bfloat|int|uint|short|ushort|char|uchar|long|ulong|bool|int32_t|uint32_t|int64_t|int16_t|int8_t|uint8_t)\s*\*$")
+
+
+class RawDtypeRead(Rule):
+    code = "MPS116"
+    name = "raw-dtype-read"
+    severity = Severity.WARNING
+    scope = "host"
+    contexts = ("pytorch", "extension")
+    summary = "Tensor buffer read as a fixed element type with no dtype check on the tensor in the op"
+    guide = "Writing a Metal kernel"
+
+    def check(self, ctx):
+        graph = ctx.graph
+        for impl in sorted(graph.nodes("impl")):
+            a = graph.attrs(impl)
+            fn = a.get("function")
+            if fn is None:
+                continue
+            kernels = extflow.launched_kernels(graph, impl)
+            fixed = self._fixed_slots(kernels)
+            seen: set[str] = set()
+            for call in fn.calls:
+                b = extflow.slot_binding(call)
+                if b is None or b[0] not in fixed:
+                    continue
+                t = extflow.buffer_storage_arg(b[1])
+                if t is None:
+                    continue
+                yield from self._judge(ctx, graph, impl, a["path"], fn, t, call, f"`{fixed[b[0]][1]}` [[buffer({b[0]})]] of `{fixed[b[0]][0]}`", fixed[b[0]][2], seen)
+            for cast in fn.casts:
+                m = re.fullmatch(r"\(?\s*([A-Za-z_]\w*)\s*\.\s*contents\s*\)?", cast.operand.text.strip())
+                tm = _SCALAR.match(cast.type.strip())
+                if not m or not tm:
+                    continue
+                src = extflow.local_init(fn, m.group(1), cast.span.start) or ""
+                t = extflow.buffer_storage_arg(src)
+                if t is not None:
+                    yield from self._judge(ctx, graph, impl, a["path"], fn, t, cast, f"`({cast.type})` of its contents", tm.group(1), seen)
+
+    @staticmethod
+    def _fixed_slots(kernels) -> dict[int, tuple[str, str, str]]:
+        """slot -> (kernel, parameter, scalar type) where every launched kernel reads one fixed scalar type."""
+        out: dict[int, tuple[str, str, str]] = {}
+        if not kernels or any(k.function.template for k in kernels):
+            return out
+        for k in kernels:
+            for b in k.buffers:
+                m = _SCALAR.match(b.type.strip())
+                if not m:
+                    continue
+                prev = out.get(b.index)
+                if prev is not None and prev[2] != m.group(1):
+                    out[b.index] = ("", "", "")
+                elif prev is None:
+                    out[b.index] = (k.name, b.name, m.group(1))
+        return {i: v for i, v in out.items() if v[2] and all(i in {b.index for b in k.buffers} for k in kernels)}
+
+    def _judge(self, ctx, graph, impl, path, fn, t, site, what, scalar, seen):
+        origin = extflow.tensor_origin(fn, t, site.span.start)
+        if origin.fresh and not origin.converted:
+            return  # allocated like another tensor (`empty_like(a)`): that tensor's binding is the one to judge
+        if origin.root in seen or extflow.tensor_checked(graph, impl, fn, origin, "dtype"):
+            return
+        seen.add(origin.root)
+        contiguous = extflow.tensor_checked(graph, impl, fn, origin, "contiguous")
+        also = "" if contiguous else f"; nothing makes `{t}` contiguous either (`TORCH_CHECK({t}.is_contiguous(), ...)`)"
+        yield ctx.finding(
+            self,
+            path,
+            site.span,
+            f"`{t}`'s buffer is accessed as `{scalar}` ({what}) but nothing in `{fn.name}` checks or converts its dtype: "
+            f"another dtype reaches the kernel as raw bytes; `TORCH_CHECK({t}.scalar_type() == ..., ...)` or convert it first{also}.",
+        )

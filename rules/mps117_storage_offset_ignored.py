@@ -1,0 +1,90 @@
+"""
+## What it does
+Flags `[enc setBuffer:getMTLBufferStorage(t) offset:o atIndex:k]` whose offset does not place the
+binding at `t`'s first element:
+- `offset:0` for a tensor that may be a view (a parameter, or derived from one: `.contiguous()` and
+  `.view()` keep the storage offset of a tensor that already was contiguous); tensors allocated in the
+  function (`at::empty`, `torch::zeros`, `empty_like`) start at offset 0 and are not flagged;
+- an offset taken from another tensor (`offset:a.storage_offset() * ...` when binding `b`);
+- `offset:t.storage_offset()` without the element size: `storage_offset()` counts elements, `setBuffer:offset:`
+  takes bytes.
+
+## Why is this bad?
+`getMTLBufferStorage(t)` is the whole allocation, shared by every view of it. `x[1:]`, `x.narrow(...)`
+and `x.select(0, i)` are views with a non-zero storage offset, and `.contiguous()` returns them as
+they are: binding offset 0 makes the kernel read the base tensor's first elements instead — silently
+wrong results, no error.
+
+## Example
+```objc
+auto xc = x.contiguous();
+[enc setBuffer:getMTLBufferStorage(xc) offset:0 atIndex:0];
+```
+
+## Use instead
+```objc
+[enc setBuffer:getMTLBufferStorage(xc) offset:xc.storage_offset() * xc.element_size() atIndex:0];
+// PyTorch's own code: mtl_setBuffer(enc, xc, 0) (ATen/native/mps/OperationUtils.h) adds the offset itself
+```
+
+## How to fix
+Pass `t.storage_offset() * t.element_size()` of the tensor being bound, or bind with `mtl_setBuffer`.
+
+Guide: *Working with TensorIterators* (views and storage offsets).
+"""
+
+from __future__ import annotations
+
+import re
+
+from mpslint import extflow
+from mpslint.model import Severity
+from mpslint.rule import Rule
+
+_ZERO = re.compile(r"\s*0+\s*[uUlL]*\s*")
+_OFFSET_OF = re.compile(r"([A-Za-z_]\w*)\s*(?:\.|->)\s*storage_offset\s*\(\s*\)")
+_BYTES = re.compile(r"element_size\s*\(|itemsize\s*\(|\bsizeof\s*\(|nbytes")
+
+
+class StorageOffsetIgnored(Rule):
+    code = "MPS117"
+    name = "storage-offset-ignored"
+    severity = Severity.ERROR
+    scope = "host"
+    contexts = ("pytorch", "extension")
+    summary = "Tensor buffer bound at an offset that ignores (or miscomputes) the tensor's storage_offset()"
+    guide = "Working with TensorIterators"
+
+    def check(self, ctx):
+        for path in sorted(ctx.project.hosts):
+            for fn in ctx.project.hosts[path].functions:
+                for call in fn.calls:
+                    b = extflow.slot_binding(call)
+                    if b is None or call.name != "setBuffer":
+                        continue
+                    t = extflow.buffer_storage_arg(b[1])
+                    if t is None:
+                        continue
+                    problem = self._problem(fn, t, b[2], call.span.start)
+                    if problem:
+                        yield ctx.finding(self, path, call.args[1].span, problem)
+
+    @staticmethod
+    def _problem(fn, t: str, off: str, at: int) -> str | None:
+        origin = extflow.tensor_origin(fn, t, at)
+        fix = f"`offset:{t}.storage_offset() * {t}.element_size()`"
+        if _ZERO.fullmatch(off):
+            if origin.fresh:
+                return None
+            return (f"`{t}` may be a view with a non-zero storage offset (it comes from `{origin.root}`), but it is bound at "
+                    f"offset 0: the kernel reads the start of the allocation instead of `{t}`; use {fix}.")
+        named = _OFFSET_OF.findall(off)
+        if not named:
+            return None
+        others = [n for n in named if n not in origin.names and extflow.tensor_origin(fn, n, at).root != origin.root]
+        if others and len(others) == len(named):
+            return f"`{t}` is bound at `{others[0]}`'s storage offset; use {fix}."
+        if not _BYTES.search(off) and not origin.fresh:
+            return (f"`{off}` counts elements but `setBuffer:offset:` takes bytes: for a view the binding starts "
+                    f"before `{t}`'s first element; use {fix}.")
+        return None
