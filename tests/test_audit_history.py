@@ -173,3 +173,34 @@ def test_cli(hrepo, tmp_path):
     finally:
         os.chdir(cwd)
     assert git(hrepo.path, "status", "--porcelain") == ""
+
+
+def test_one_yaml_per_revision():
+    from mpslint.audit.history import _one_yaml
+
+    nf = "aten/src/ATen/native/native_functions.yaml"
+    files = [("b.mm", "host", "1", "b.mm"), ("t/x/native_functions.yaml", "yaml", "2", "t/x/native_functions.yaml"), ("n.yaml", "yaml", "3", nf)]
+    assert _one_yaml(files, nf) == [("b.mm", "host", "1"), ("n.yaml", "yaml", "3")]
+    assert _one_yaml(files[:2], nf) == [("b.mm", "host", "1"), ("t/x/native_functions.yaml", "yaml", "2")]
+
+
+def test_an_internal_error_is_reported_and_the_other_files_go_on(hrepo, monkeypatch, tmp_path):
+    import mpslint.parallel as parallel
+
+    real = parallel.analyse
+
+    def broken(src):
+        return ("error", "RuntimeError: boom") if src.path.endswith("BinaryKernel.mm") else real(src)
+
+    monkeypatch.setattr(parallel, "analyse", broken)
+    report, stats = run_history([str(hrepo.path)], "main", cwd=hrepo.path, jobs=1)
+    assert len(stats.internal_errors) == 1 and "BinaryKernel.mm: internal error" in stats.internal_errors[0]
+    assert len(report["points"]) == 5 and all(p["families"] for p in report["points"])
+    cwd = os.getcwd()
+    os.chdir(hrepo.path)
+    try:
+        r = CliRunner().invoke(main, ["audit", "--history", "main", "--no-cache", "--format", "json", "-o", str(tmp_path / "h.json")])
+    finally:
+        os.chdir(cwd)
+    assert r.exit_code == 2 and "internal error while reading facts" in r.output
+    assert json.loads((tmp_path / "h.json").read_text())["points"]  # the report is still written

@@ -95,7 +95,7 @@ def _history(paths, rev_range, fmt, output, native_functions, every, max_points,
 
     cfg = _load_config(None, paths, False)
     try:
-        report, _stats = run_history(
+        report, stats = run_history(
             paths, rev_range, every=every, max_points=max_points, native_functions=native_functions, config=cfg,
             cache_dir=resolve_cache_dir(cache_dir, no_cache, cfg.path.parent if cfg.path else Path.cwd()), jobs=jobs,
         )
@@ -121,4 +121,6 @@ def _history(paths, rev_range, fmt, output, native_functions, every, max_points,
         Path(output).write_text(text, encoding="utf-8")
     else:
         click.echo(text, nl=False)
-    sys.exit(EXIT_OK)
+    for msg in stats.internal_errors:
+        click.echo(f"mpslint: {msg}", err=True)
+    sys.exit(EXIT_ERROR if stats.internal_errors else EXIT_OK)

@@ -46,6 +46,7 @@ class HistoryStats:
     cache_hits: int = 0  # facts from the on-disk cache
     memo_hits: int = 0  # files unchanged since the previous point (neither read nor parsed)
     seconds: float = 0.0
+    internal_errors: list = field(default_factory=list)
     phases: dict = field(default_factory=lambda: {"git": 0.0, "facts": 0.0, "graph": 0.0, "audit": 0.0})
 
 
@@ -111,8 +112,8 @@ def run_history(
                     continue
                 if kind == "yaml" and native_functions and e.path != nf_spec:
                     continue
-                files.append((disp, kind, e.oid))
-            files.sort()
+                files.append((disp, kind, e.oid, e.path))
+            files = _one_yaml(files, nf_spec)
             stats.phases["git"] += time.perf_counter() - tg
             key = tuple(files)
             if key == prev_key and prev_point is not None:
@@ -152,6 +153,14 @@ def run_history(
         "revisions_in_range": len(revs),
     }
     return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "tool": f"mpslint {__version__}", "source": source, "points": points, "changes": changes}, stats
+
+
+def _one_yaml(files: list[tuple], nf_spec: str) -> list[tuple[str, str, str]]:
+    """Sorted (reported path, kind, blob id), with one native_functions.yaml: the one at ``nf_spec`` when the
+    revision has it, else the shallowest (a tree holding several, such as test fixtures, is audited by one)."""
+    yamls = sorted((f for f in files if f[1] == "yaml"), key=lambda f: (f[3] != nf_spec, f[3].count("/"), f[3]))
+    keep = [f for f in files if f[1] != "yaml"] + yamls[:1]
+    return sorted((d, k, o) for d, k, o, _ in keep)
 
 
 def _rel(top: Path, cwd: Path, p: str) -> str:
@@ -195,6 +204,10 @@ def _audit_revision(files, memo: dict, reader: BlobReader, cache, jobs, stats: H
     for got, (status, value) in zip(pending, compute([g[0] for g in pending], jobs, cache)):
         stats.parsed += 1
         got[1] = value if status == "ok" else None
+        if status == "recursion":
+            got[0] = FileError(got[0].path, 0, "file too deeply nested to analyse; skipped")
+        elif status != "ok":  # a bug in mpslint: said once per blob, the other files go on
+            stats.internal_errors.append(f"{got[0].path}: internal error while reading facts: {value}")
     memo.clear()  # only the files of the latest revision are kept: history rarely returns to an older blob
     memo.update(current)
     project = Project()
