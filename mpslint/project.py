@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from .discovery import Discovered
-from .facts.host import HostFacts, embedded_metal_ranges, host_facts, wrapper_refs
+from .facts.host import HostFacts, KernelRef, embedded_metal_ranges, host_facts, wrapper_refs
 from .facts.metal import MetalFacts, metal_facts
 from .facts.native_functions import NativeFunctions, load_native_functions
 from .facts.python_src import PythonFacts, python_facts
@@ -289,6 +289,13 @@ def build_graph(project: Project) -> DispatchGraph:
                         graph.link(node, kid, "launches")
             for t in targets:
                 graph.link(sid, t, "registered_by", span=reg.span, path=path, macro=reg.macro)
+    # kernels launched from Python through a torch.mps.compile_shader library
+    for path in sorted(project.pythons):
+        for sc in project.pythons[path].shader_calls:
+            node = graph.add(f"impl:{path}:{sc.function}", "impl", path=path, name=sc.function, span=sc.span, mpsgraph=False, origin="python", function=None)
+            kid = f"kref:{path}:{sc.span.start}"
+            graph.add(kid, "kref", ref=KernelRef("host_name", re.escape(sc.kernel), sc.kernel, True, sc.function, sc.span, "compile_shader"), path=path)
+            graph.link(node, kid, "launches")
     # Metal ops and kernels
     for mf in project.all_metal():
         for reg in mf.registrations:

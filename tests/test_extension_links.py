@@ -127,3 +127,22 @@ def test_send_after_pointer_cast_is_masked():
     out = mask_objc(src)
     assert len(out) == len(src)
     assert "(float*)(buf.contents)" in out and "(x)[3]" in out and "(const T*)(b.contents)" in out
+
+
+def test_compile_shader_calls_link_to_their_kernels(tmp_path):
+    src = tmp_path / "shader_ext.py"
+    src.write_text(
+        "import torch\n"
+        'SRC = """\n#include <metal_stdlib>\nusing namespace metal;\n'
+        'kernel void add_one(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) { x[i] += 1; }\n"""\n'
+        "lib = torch.mps.compile_shader(SRC)\n"
+        "def run(x):\n"
+        "    lib.add_one(x)\n"
+        '    getattr(lib, "add_one")(x)\n'
+        "    lib.missing(x)\n"
+        "    x.add_(1)  # not a shader library\n"
+    )
+    graph = lint(LintOptions(paths=[str(src)], select=["DSP"])).project.graph
+    links = describe_links(graph)
+    assert [(e["function"], e["line"], [k["name"] for k in e["kernels"]]) for e in links] == [
+        ("run", 9, ["add_one"]), ("run", 10, ["add_one"]), ("run", 11, [])]

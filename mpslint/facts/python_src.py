@@ -21,11 +21,21 @@ class XfailEntry:
     span: Span  # the whole "key: value" item
 
 
+@dataclass(frozen=True)
+class ShaderCall:
+    """``lib.add_one(x, threads=n)`` on a library from ``torch.mps.compile_shader``: a kernel asked for by name."""
+
+    kernel: str
+    function: str  # the enclosing Python function ("<module>" at top level)
+    span: Span  # the attribute name
+
+
 @dataclass
 class PythonFacts:
     path: str
     xfails: list[XfailEntry] = field(default_factory=list)
     shaders: list[tuple[int, int]] = field(default_factory=list)  # offsets of compile_shader sources
+    shader_calls: list[ShaderCall] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
 
 
@@ -89,4 +99,51 @@ def python_facts(path: str, text: str, index: LineIndex) -> PythonFacts:
                 if m:
                     q = m.group(1)
                     facts.shaders.append((a + m.end(), b - len(q)))
+    _shader_calls(tree, facts, off, index)
     return facts
+
+
+def _is_compile_shader(node) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    return (isinstance(f, ast.Attribute) and f.attr == "compile_shader") or (isinstance(f, ast.Name) and f.id == "compile_shader")
+
+
+def _shader_calls(tree, facts: PythonFacts, off, index: LineIndex) -> None:
+    """Kernel launches through a ``compile_shader`` library: ``lib = torch.mps.compile_shader(src); lib.k(...)``,
+    also ``self.lib = ...`` and ``getattr(lib, "k")``; names are per scope (module or function)."""
+    scopes = [("<module>", tree)] + [(n.name, n) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    libs_module: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and _is_compile_shader(node.value):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    libs_module.add(t.id)
+                elif isinstance(t, ast.Attribute):
+                    libs_module.add("." + t.attr)
+    if not libs_module:
+        return
+    seen: set[tuple[int, int]] = set()
+    for name, scope in reversed(scopes):  # innermost functions first: a call belongs to the nearest one
+        for node in ast.walk(scope):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            kernel = lib = None
+            if isinstance(f, ast.Attribute):
+                recv = f.value
+                lib = recv.id if isinstance(recv, ast.Name) else ("." + recv.attr if isinstance(recv, ast.Attribute) else None)
+                kernel = f.attr
+                a = off(f.end_lineno, f.end_col_offset) - len(kernel)
+                b = a + len(kernel)
+            elif isinstance(f, ast.Name) and f.id == "getattr" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+                recv = node.args[0]
+                lib = recv.id if isinstance(recv, ast.Name) else ("." + recv.attr if isinstance(recv, ast.Attribute) else None)
+                kernel = node.args[1].value
+                a = off(node.args[1].lineno, node.args[1].col_offset)
+                b = off(node.args[1].end_lineno, node.args[1].end_col_offset)
+            if kernel is None or lib not in libs_module or (a, b) in seen:
+                continue
+            seen.add((a, b))
+            facts.shader_calls.append(ShaderCall(kernel, name, index.span(a, b)))
