@@ -145,7 +145,12 @@ async def test_code_action_applies_the_safe_fix(client: LanguageClient, tree: Pa
     diags = await diagnostics_for(client, uri, after=lambda: open_doc(client, path))
     target = next(d for d in diags if d.code == "MPS102" and d.range.start.line == 9)
     actions = await client.text_document_code_action_async(lsp.CodeActionParams(
-        text_document=lsp.TextDocumentIdentifier(uri=uri), range=target.range, context=lsp.CodeActionContext(diagnostics=[target])))
+        text_document=lsp.TextDocumentIdentifier(uri=uri), range=target.range,
+        context=lsp.CodeActionContext(diagnostics=[target], only=[lsp.CodeActionKind.QuickFix])))
+    refactors = await client.text_document_code_action_async(lsp.CodeActionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri), range=target.range,
+        context=lsp.CodeActionContext(diagnostics=[target], only=[lsp.CodeActionKind.Refactor])))
+    assert not refactors
     fixes = [a for a in actions if a.title.startswith("MPS102") and a.is_preferred]
     assert len(fixes) == 1 and "(unsafe)" not in fixes[0].title
     suppress = [a for a in actions if a.title == "Suppress MPS102 on this line"]

@@ -56,7 +56,9 @@ class Lines:
 
 def diagnostic(f: Finding, lines: Lines) -> lsp.Diagnostic:
     s = f.span
-    data = {"code": f.code, "fix": _fix_data(f) if f.fix is not None else None}
+    # a fix that edits other files too is not offered (the command line's --fix does not apply those either)
+    whole = f.fix is not None and all(e.path == f.path for e in f.fix.edits)
+    data = {"code": f.code, "fix": _fix_data(f) if whole else None}
     return lsp.Diagnostic(
         range=lines.range(s.line, s.column, s.end_line, s.end_column),
         message=f.message,
@@ -77,7 +79,7 @@ def _fix_data(f: Finding) -> dict:
     return {
         "message": f.fix.message,
         "applicability": f.fix.applicability,
-        "edits": [[e.line, e.column, e.end_line, e.end_column, e.content] for e in f.fix.edits if e.path == f.path],
+        "edits": [[e.line, e.column, e.end_line, e.end_column, e.content] for e in f.fix.edits],
     }
 
 

@@ -28,6 +28,7 @@ class MpslintServer(LanguageServer):
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.published: dict[str, list[lsp.Diagnostic]] = {}  # uri -> what the client shows
         self.kinds: dict[str, str] = {}  # uri -> source kind (for the suppression comment)
+        self.init_options = None  # the client's initializationOptions (read when the workspace loads)
 
     # ------------------------------------------------------------------ logging
     def log(self, message: str, level: lsp.MessageType = lsp.MessageType.Error) -> None:
@@ -42,7 +43,7 @@ class MpslintServer(LanguageServer):
 
     # ------------------------------------------------------------------ analysis
     def start(self) -> None:
-        settings, problems = Settings.from_options(getattr(self, "init_options", None))
+        settings, problems = Settings.from_options(self.init_options)
         self.settings = settings
         for p in problems:
             self.log(p, lsp.MessageType.Warning)
@@ -153,8 +154,8 @@ class MpslintServer(LanguageServer):
                 suppressions.append(action)
         only = params.context.only
         out = fixes + suppressions
-        if only:
-            out = [a for a in out if any(str(a.kind).startswith(str(k)) for k in only)]
+        if only:  # "quickfix" asks for quick fixes, "" or a parent kind for everything under it
+            out = [a for a in out if any(_kind(a.kind) == _kind(k) or _kind(a.kind).startswith(_kind(k) + ".") or not _kind(k) for k in only)]
         return out
 
     def hover(self, params: lsp.HoverParams) -> lsp.Hover | None:
@@ -168,6 +169,10 @@ class MpslintServer(LanguageServer):
         if not pages:
             return None
         return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value="\n\n---\n\n".join(pages)))
+
+
+def _kind(kind) -> str:
+    return getattr(kind, "value", kind) or ""
 
 
 def _overlaps(a: lsp.Range, b: lsp.Range) -> bool:
