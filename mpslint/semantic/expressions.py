@@ -32,23 +32,36 @@ class Node:
     - ``kids``: operands in source order; for ``call`` the callee first, then the arguments.
     """
 
-    __slots__ = ("kind", "op", "extra", "kids", "start", "end", "text")
+    __slots__ = ("kind", "op", "extra", "kids", "start", "end", "_src", "_s0", "_text")
 
-    def __init__(self, kind: str, op: str, extra: str, kids: tuple, start: int, end: int, text: str):
+    def __init__(self, kind: str, op: str, extra: str, kids: tuple, start: int, end: int, text: str, src: str | None = None, s0: int = 0):
         self.kind = kind
         self.op = op
         self.extra = extra
         self.kids = kids
         self.start = start
         self.end = end
-        self.text = text
+        # the text is cut from the (shared) source on first use: most nodes are never printed
+        self._text = text
+        self._src = src
+        self._s0 = s0
 
-    # pickling with __slots__ and no __dict__
+    @property
+    def text(self) -> str:
+        t = self._text
+        if t is None:
+            raw = self._src[self._s0 : self._s0 + (self.end - self.start)]
+            t = self._text = " ".join(raw.split()) if ("  " in raw or "\n" in raw or "\t" in raw or "\r" in raw) else raw.strip()
+        return t
+
+    # pickling with __slots__ and no __dict__ (the text is resolved first: the source is not pickled)
     def __getstate__(self):
         return (self.kind, self.op, self.extra, self.kids, self.start, self.end, self.text)
 
     def __setstate__(self, st):
-        self.kind, self.op, self.extra, self.kids, self.start, self.end, self.text = st
+        self.kind, self.op, self.extra, self.kids, self.start, self.end, self._text = st
+        self._src = None
+        self._s0 = 0
 
     def __repr__(self) -> str:
         return f"Node({self.kind}:{self.op!r} {self.text!r})"
@@ -205,11 +218,18 @@ class TreeBuilder:
         return n
 
     def _text(self, ts) -> str:
-        return " ".join(self.f.mtext(ts).split())
+        t = self.f.mtext(ts)
+        if "  " in t or "\n" in t or "\t" in t or "\r" in t or t[:1] == " " or t[-1:] == " ":
+            return " ".join(t.split())
+        return t
 
     def _mk(self, ts, kind, op="", extra="", kids=()) -> Node:
         f = self.f
-        return Node(kind, op, extra, tuple(kids), f.base + f.off(ts.start_byte), f.base + f.off(ts.end_byte), self._text(ts))
+        if f._ascii:
+            start, end = ts.start_byte, ts.end_byte
+            return Node(kind, op, extra, tuple(kids), f.base + start, f.base + end, None, f.masked, start)
+        a, b = f.off(ts.start_byte), f.off(ts.end_byte)
+        return Node(kind, op, extra, tuple(kids), f.base + a, f.base + b, None, f.masked, a)
 
     def _sub(self, ts, depth: int) -> Node:
         key = (ts.start_byte, ts.end_byte, ts.type)
