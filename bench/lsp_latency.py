@@ -1,10 +1,12 @@
 """Latency of ``mpslint server``: the time from a ``didChange`` to its ``publishDiagnostics``.
 
-    python bench/lsp_latency.py                       # fixtures/aten and a synthetic 1x tree, both scopes
+    python bench/lsp_latency.py                       # fixtures/aten, the wheel tree and a synthetic 1x tree, both scopes
     python bench/lsp_latency.py --trees fixtures --edits 30
     python bench/lsp_latency.py --tree DIR            # any tree (its largest .mm is edited)
 
-A real client (pytest-lsp's, over stdio) starts ``python -m mpslint server`` on each tree with
+Trees: ``fixtures`` (fixtures/aten), ``wheel`` (the torch wheel's real 15k-line ``native_functions.yaml``
+and MPS/c10 Metal headers, with fixtures/aten's MPS sources in it: needs torch), ``synthetic-Nx``
+(``bench/gen_tree.py``: ~80 ``.mm`` files of ~500 lines per 1x).  A real client (pytest-lsp's, over stdio) starts ``python -m mpslint server`` on each tree with
 ``debounceMs: 0`` (the configured debounce, 200 ms by default, adds to every number below), opens
 the tree's largest ``.mm`` file and sends whole-document changes, each a new text (a comment line
 appended and its number changed), so the changed file is re-analysed every time; the rest of the tree
@@ -29,6 +31,33 @@ from lsprotocol import types as lsp
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_MS = 150
+
+
+def wheel_tree(dst: Path) -> Path | None:
+    """The torch wheel's real native_functions.yaml, ATen/native/mps and c10/metal headers (as in
+    tests/conftest.py's real_tree) plus fixtures/aten's MPS sources, whose largest .mm is edited."""
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.origin:
+        return None
+    site = Path(spec.origin).parent.parent
+    yaml = site / "torchgen/packaged/ATen/native/native_functions.yaml"
+    if not yaml.is_file():
+        return None
+    native = dst / "aten/src/ATen/native"
+    native.mkdir(parents=True)
+    shutil.copy(yaml, native)
+    shutil.copytree(site / "torch/include/ATen/native/mps", native / "mps")
+    shutil.copytree(site / "torch/include/c10/metal", dst / "c10/metal")
+    for sub in ("operations", "kernels"):
+        for f in (ROOT / "fixtures/aten/src/ATen/native/mps" / sub).iterdir():
+            (native / "mps" / sub).mkdir(parents=True, exist_ok=True)
+            shutil.copy(f, native / "mps" / sub / f.name)
+    return dst
 
 
 def largest_mm(tree: Path) -> Path:
@@ -83,7 +112,7 @@ async def measure(tree: Path, scope: str, edits: int, warmup: int, cache: Path) 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trees", default="fixtures,synthetic-1x", help="comma-separated: fixtures, synthetic-1x, synthetic-3x")
+    ap.add_argument("--trees", default="fixtures,wheel,synthetic-1x", help="comma-separated: fixtures, wheel, synthetic-1x, synthetic-3x")
     ap.add_argument("--tree", help="measure this tree instead")
     ap.add_argument("--scopes", default="neighbourhood,tree")
     ap.add_argument("--edits", type=int, default=20)
@@ -99,6 +128,12 @@ def main(argv=None) -> int:
                 if name == "fixtures":
                     dst = work / "fixtures"
                     shutil.copytree(ROOT / "fixtures" / "aten", dst)
+                    trees.append(dst)
+                elif name == "wheel":
+                    dst = wheel_tree(work / "wheel")
+                    if dst is None:
+                        print("wheel: torch is not installed; skipped", flush=True)
+                        continue
                     trees.append(dst)
                 elif name.startswith("synthetic-"):
                     dst = work / name

@@ -23,10 +23,18 @@ class OverloadRoute:
         return self.overload.group_for("MPS") is not None
 
 
+_ROUTES: tuple[NativeFunctions, dict] | None = None  # the last yaml's routes (five DSP rules ask for them)
+
+
 def family_routes(natives: NativeFunctions) -> dict[str, list[OverloadRoute]]:
+    """Every family's overloads with their MPS routes; computed once per yaml facts object (read-only)."""
+    global _ROUTES
+    if _ROUTES is not None and _ROUTES[0] is natives:
+        return _ROUTES[1]
     fams: dict[str, list[OverloadRoute]] = {}
     for ov in natives.overloads:
         fams.setdefault(ov.family, []).append(OverloadRoute(ov, mps_route(ov, natives.by_name)))
+    _ROUTES = (natives, fams)
     return fams
 
 
