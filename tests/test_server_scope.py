@@ -48,3 +48,18 @@ def test_buffer_update_reanalyses_only_that_file(tmp_path):
     assert changed and rel not in ws.entries and ws.lint(str(shape)).errors[0].fatal
     changed, _ = ws.update(str(shape), None)  # closed: the file on disk again
     assert changed and ws.entries[rel].source.text == shape.read_text(encoding="utf-8")
+
+
+def test_compile_shader_python_is_linted_and_dropped_when_closed():
+    from collections import Counter
+    from pathlib import Path
+
+    from mpslint.expectations import annotations
+
+    ws = Workspace(FIXTURES / "aten", Settings(select=["ALL"], no_cache=True))
+    for py in sorted((FIXTURES / "py").glob("*.py")):
+        assert ws.update(str(py), py.read_text(encoding="utf-8"))[0]
+        got = Counter((f.span.line, f.code) for f in ws.lint(str(py)).findings)
+        assert got == annotations(Path(py))[0], py.name
+        changed, _ = ws.update(str(py), None)  # closed: not part of the tree, so no longer context
+        assert changed and ws.path_of(str(py)) not in ws.entries

@@ -119,6 +119,7 @@ class Workspace:
         self.problems += problems + internal
         self.entries = {e.discovered.path: e for e in entries}
         self.disk_errors = {e.path: e for e in errors}
+        self.tree = set(self.entries) | set(self.disk_errors)  # what `check ROOT` reads
         self._neighbourhood = None
 
     def path_of(self, fs_path: str) -> str:
@@ -151,6 +152,12 @@ class Workspace:
         if d is None:
             return False, []
         internal: list[str] = []
+        if text is None and d.path not in self.tree:  # a closed file `check ROOT` would not read: no context
+            known = d.path in self.entries or d.path in self.disk_errors
+            self.entries.pop(d.path, None)
+            self.disk_errors.pop(d.path, None)
+            self._neighbourhood = None if known else self._neighbourhood
+            return known, []
         src = read_source(d) if text is None else _buffer_source(d, text)
         old = self.entries.get(d.path)
         if old is not None and not isinstance(src, FileError) and old.source.sha == src.sha and d.path not in self.disk_errors:
