@@ -43,16 +43,24 @@ inside. Not flagged: functions only ever called from a split loop or from caller
 `can_use_32bit_indexing()`, launches whose sizes a `TORCH_CHECK` bounds to 32 bits, and functions
 handed to other code as a value, whose callers cannot be seen.
 
+The checks are judged by the semantic model: a check counts only where it dominates the launch
+(`TORCH_INTERNAL_ASSERT(iter.can_use_32bit_indexing())` before it, the branch of an `if` that tests it,
+an early `return`/`TORCH_CHECK(false)` when it fails), and only for what it bounds: a bound on
+`iter.ndim()` is not a bound on the element count, and a check inside `if (strict) { ... }` does not
+cover the path where `strict` is false. A caller's check covers the call it dominates.
+
 Guide: *Working with Large Tensors* — "Decompose via `iter.with_32bit_indexing()`".
 """
 
 from __future__ import annotations
 
-import re
 
 from mpslint import hostflow as hf
 from mpslint.model import Severity
 from mpslint.rule import Rule
+from mpslint.semantic.expressions import Node, identifiers, strip_parens, walk
+from mpslint.semantic.model import semantic_model
+from mpslint.semantic.ranges import UINT32_MAX
 
 _ITER_USERS = ("bind_iter_tensors", "iter_tensor_offset", "generateKernelDataOffsets") + hf.BINDERS
 
@@ -72,12 +80,19 @@ class Missing32BitSplit(Rule):
         registered = hf.registered_functions(hosts)
         escaping = hf.escaping_functions(hosts)
 
-        def caller_checks(_path, caller, call) -> bool:
+        model = semantic_model(ctx.project)
+
+        def caller_checks(cpath, caller, call) -> bool:
+            """The caller keeps the call in 32 bits: it calls from a split loop, or a check dominating the call
+            bounds what it passes (its own iterator's `can_use_32bit_indexing()`, an element count)."""
             loops = hf.subiter_loops(caller)
             if hf.in_loop(caller, call.stmt, loops) or hf.short_name(caller.name) in sub_callees:
                 return True
-            k = hf.has_32bit_check(caller)
-            return 0 <= k <= call.stmt or self._self_split(caller)
+            if self._self_split(caller):
+                return True
+            cfm = model.function(caller, hosts.get(cpath))
+            passed = [strip_parens(a.tree) for a in call.args if a.tree is not None]
+            return any(n.kind == "id" and self._bounded(cfm, call.stmt, n.op) for n in passed) or self._bounded(cfm, call.stmt, "")
 
         for path in sorted(hosts):
             for fn in hosts[path].functions:
@@ -88,11 +103,12 @@ class Missing32BitSplit(Rule):
                 if launch is None:
                     continue
                 it = launch[1]
-                if hf.has_32bit_check(fn) >= 0 or hf.subiter_loops(fn) or self._self_split(fn):
+                if hf.subiter_loops(fn) or self._self_split(fn):
                     continue
                 if hf.short_name(fn.name) in sub_callees:
                     continue
-                if self._bounded(fn, launch[0].stmt, it):
+                fm = model.function(fn, hosts[path])
+                if self._bounded(fm, launch[0].stmt, it) or self._width_dispatch(fm, it):
                     continue
                 if hf.all_callers(fn.name, sites, registered, caller_checks, fn=fn, path=path):
                     continue
@@ -135,9 +151,35 @@ class Missing32BitSplit(Rule):
         return None
 
     @staticmethod
-    def _bounded(fn, stmt, it) -> bool:
-        """A check before the launch bounds the iterator's (or a tensor's) element count to 32 bits."""
-        for g in hf.checks_before(fn, stmt):
-            if hf.LIMIT_TOKENS.search(g) and (hf.mentions(g, it) or re.search(r"\bnumel\s*\(", g)):
+    def _bounded(fm, stmt, it) -> bool:
+        """The checks that dominate the launch keep it in 32 bits: ``it.can_use_32bit_indexing()`` holds, or an
+        element count is bounded by a 32-bit limit (the iterator's, or a tensor's: an iterator's operands have
+        the output's element count)."""
+        key = fm.key(Node("id", it, "", (), 0, 0, it), stmt)
+        bounds = fm.bounds(stmt)
+        if key + "#32bit" in bounds:
+            return True
+        for k, b in bounds.items():
+            if k.endswith(".numel()") and b.interval.hi is not None and b.interval.hi <= UINT32_MAX:
                 return True
         return False
+
+    @staticmethod
+    def _width_dispatch(fm, it) -> bool:
+        """``can_use_32bit_indexing()`` picks the kernel variant: its result is kept in a local the function
+        reads again (``use_64bit ? "k_64" : "k_32"``), so a 64-bit variant exists for large iterators."""
+        fn = fm.fn
+        flags = set()
+        for d in fn.decls:
+            if d.init is not None and d.init.tree is not None:
+                for n in walk(d.init.tree):
+                    if n.kind == "call" and n.op in ("can_use_32bit_indexing", "canUse32BitIndexMath"):
+                        recv = n.receiver if n.receiver is not None else (n.args[0] if n.args else None)
+                        if recv is not None and strip_parens(recv).key() == it:
+                            flags.add(d.name)
+        if not flags:
+            return False
+        for c in fn.calls:
+            if c.tree is not None and flags & identifiers(c.tree):
+                return True
+        return any(s.tree is not None and flags & identifiers(s.tree) for s in fn.stmts)
