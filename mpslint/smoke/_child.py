@@ -38,6 +38,15 @@ def load(so):
     lib.msl_dispatch.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_uint32),
                                  ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64), ctypes.c_int,
                                  ctypes.c_int]
+    lib.msl_sparse_alloc.restype = ctypes.c_void_p
+    lib.msl_sparse_alloc.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_size_t]
+    lib.msl_track.argtypes = [ctypes.c_int]
+    lib.msl_touch_count.restype = ctypes.c_int
+    lib.msl_touch_get.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_longlong)]
+    lib.msl_dispatch_sel.restype = ctypes.c_int
+    lib.msl_dispatch_sel.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_uint32),
+                                     ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64), ctypes.c_int,
+                                     ctypes.c_int, ctypes.POINTER(ctypes.c_uint32), ctypes.c_int]
     lib.msl_install_fault_handler()
     return lib
 
@@ -76,7 +85,9 @@ def run(so, job_path, in_path, out_path, start):
         ptrs = (ctypes.c_void_p * max(1, nslots))()
         owned = []
         for b in bufs:
-            p = lib.msl_buf_alloc(b["nbytes"], b["index"])
+            sparse = b.get("sparse", -1)
+            p = lib.msl_sparse_alloc(b["nbytes"], b["index"], sparse) if sparse >= 0 else \
+                lib.msl_buf_alloc(b["nbytes"], b["index"])
             if not p:
                 raise MemoryError("msl_buf_alloc failed")
             owned.append((b, p))
@@ -88,22 +99,49 @@ def run(so, job_path, in_path, out_path, start):
         tgm = L.get("tgmem", [])
         tgs = (ctypes.c_uint64 * max(1, len(tgm)))(*tgm)
         t0 = time.perf_counter()
-        rc = lib.msl_dispatch(names[L["kernel"]], ptrs, grid, group, tgs, len(tgm), L.get("mode", 0))
+        sel = L.get("select")
+        touch = []
+        if sel is None:
+            rc = lib.msl_dispatch(names[L["kernel"]], ptrs, grid, group, tgs, len(tgm), L.get("mode", 0))
+        else:
+            flat = [int(v) for g in sel for v in g]
+            arr = (ctypes.c_uint32 * max(1, len(flat)))(*flat)
+            lib.msl_track(1)
+            rc = lib.msl_dispatch_sel(names[L["kernel"]], ptrs, grid, group, tgs, len(tgm), L.get("mode", 0), arr,
+                                      len(sel))
+            lib.msl_track(0)
+            rec = (ctypes.c_longlong * 6)()
+            for j in range(lib.msl_touch_count()):
+                lib.msl_touch_get(j, rec)
+                touch.append(list(rec))
         ms = (time.perf_counter() - t0) * 1e3
         canary = []
         for b, p in owned:
             bad = ctypes.c_longlong(0)
             if lib.msl_buf_check(p, ctypes.byref(bad)) == 1:
                 canary.append([b["index"], bad.value])
-            if b["out_off"] >= 0 and b["nbytes"]:
+            if b["out_off"] >= 0 and b["nbytes"] and b.get("sparse", -1) < 0:
                 out.seek(b["out_off"])
                 out.write(ctypes.string_at(p, b["nbytes"]))
             lib.msl_buf_free(p)
         out.flush()
         err = lib.msl_last_error().decode(errors="replace") if rc else ""
-        sys.stdout.write(f"D {i} " + json.dumps({"rc": rc, "err": err, "canary": canary, "ms": ms}) + "\n")
+        sys.stdout.write(f"D {i} " + json.dumps({"rc": rc, "err": err, "canary": canary, "ms": ms,
+                                                     "touch": touch, "hwm_kb": _hwm_kb()}) + "\n")
         sys.stdout.flush()
     out.close()
+
+
+def _hwm_kb():
+    """Peak resident memory of this process so far (Linux), in KiB; 0 where /proc is not there."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def main(argv):

@@ -21,13 +21,15 @@ SMK401 = "SMK401"   # does-not-compile
 SMK402 = "SMK402"   # result-mismatch
 SMK403 = "SMK403"   # kernel-crash
 SMK404 = "SMK404"   # kernel-timeout
-CODES = {SMK401: "does-not-compile", SMK402: "result-mismatch", SMK403: "kernel-crash", SMK404: "kernel-timeout"}
+SMK405 = "SMK405"   # index-overflow (large-index runs)
+CODES = {SMK401: "does-not-compile", SMK402: "result-mismatch", SMK403: "kernel-crash", SMK404: "kernel-timeout",
+         SMK405: "index-overflow"}
 
 HOST_LABEL = "host-emulated"
 METAL_LABEL = "metal-compiled"
 
 __all__ = ["run_smoke", "SmokeOptions", "SmokeReport", "SmokeOutcome", "SmokeSummary", "Reference", "CODES",
-           "SMK401", "SMK402", "SMK403", "SMK404", "HOST_LABEL", "METAL_LABEL"]
+           "SMK401", "SMK402", "SMK403", "SMK404", "SMK405", "HOST_LABEL", "METAL_LABEL"]
 
 
 @dataclass
@@ -43,6 +45,7 @@ class SmokeOptions:
     build_timeout: float = 900.0          # seconds per compiler step
     specs: list = field(default_factory=list)   # TOML spec files or directories (before the shipped library)
     builtin_specs: bool = True            # also look kernels up in the spec library shipped with mpslint
+    large_index: bool = False             # run only the [kernel.large] launches of specs (SMK405), see large.py
 
 
 @dataclass(frozen=True)

@@ -59,11 +59,14 @@ def outcome_dict(o) -> dict:
               help="TOML launch spec file or directory (repeatable); looked up before [tool.mpslint] smoke-specs "
                    "and the spec library shipped with mpslint; inline `mpslint-smoke:` comments win")
 @click.option("--no-builtin-specs", is_flag=True, help="do not use the spec library shipped with mpslint")
+@click.option("--large-index", is_flag=True,
+              help="run only the [kernel.large] launches of TOML specs: the threadgroups near 2^31 and 2^32 "
+                   "elements, big buffers mapped sparse, every page touch checked (SMK405 index-overflow)")
 @click.option("--suggest-spec", "suggest_file", type=click.Path(exists=True, dir_okay=False),
               help="print a TOML launch-spec skeleton for every kernel of FILE.metal (PATHS: host code that "
                    "launches them, besides a PyTorch-style ../operations folder) and exit")
 def smoke_cmd(paths, backend, fmt, output, jobs, timeout, memory_mb, cache_dir, headers_root, show_passed, progress,
-              spec_paths, no_builtin_specs, suggest_file):
+              spec_paths, no_builtin_specs, suggest_file, large_index):
     """Compile and smoke-run the kernels of .metal files (host-emulated on Linux)."""
     if suggest_file:
         from .suggest import skeleton
@@ -83,7 +86,7 @@ def smoke_cmd(paths, backend, fmt, output, jobs, timeout, memory_mb, cache_dir, 
     opts = SmokeOptions(backend=backend, jobs=jobs, timeout=timeout, memory_mb=memory_mb,
                         cache_dir=Path(cache_dir) if cache_dir else None,
                         headers_root=Path(headers_root) if headers_root else None, progress=progress,
-                        specs=specs, builtin_specs=not no_builtin_specs)
+                        specs=specs, builtin_specs=not no_builtin_specs, large_index=large_index)
     try:
         report = run_smoke(files, opts)
     except (SmokeEnvironmentError, SpecFileError) as e:

@@ -6,7 +6,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import diagnostics, dtypes, launch, preflight, reference, spec, specfile
+from . import diagnostics, dtypes, large, launch, preflight, reference, spec, specfile
 from .api import SMK401, SMK402, SMK403, SMK404, SmokeOptions, SmokeOutcome, SmokeReport
 from .progress import Progress
 
@@ -89,7 +89,18 @@ class Engine:
         specs = spec.parse(text)
         siblings = launch.sibling_outputs(comp.entries)
         variants = []
-        for e in comp.entries:
+        groups_first: dict = {}
+        for e in comp.entries if self.options.large_index else ():
+            decls = [(d, b) for d, b in self.library.lookup(e["host_name"]) if d.large]
+            if not decls:
+                variants.append((e, _unplanned(e, "large-index run: no `[kernel.large]` table in a TOML spec for it")))
+            for d, bindings in decls:
+                v = specfile.plan(e, d, bindings, large=True)
+                if v.skip is None:
+                    v.launch.select, groups_first[id(v)] = large.select(v.launch, v.large["windows"],
+                                                                        v.large["elements_per_thread"])
+                variants.append((e, v))
+        for e in comp.entries if not self.options.large_index else ():
             s = specs.get(e["host_name"])
             if s is not None:
                 ref = reference.resolve(s.op, self.options.reference_for) if s.op else None
@@ -117,7 +128,11 @@ class Engine:
             if res.status == "error" and res.internal:   # the kernel process itself failed
                 errors.append(f"{path}: `{v.kernel}` [{v.variant}]: the smoke runner failed: {res.message}")
                 continue
-            code, status, msg = self.judge(e, v, res)
+            if v.large is not None:
+                code, status, msg = large.judge(v, res, v.launch, groups_first[id(v)])
+                msg += f" ({self.label})"
+            else:
+                code, status, msg = self.judge(e, v, res)
             failed += status == "failed"
             outs.append(self._variant_outcome(path, lines, e, v, code, status, msg))
         progress.update(files_done=1, variants=len(runnable), failed=failed)
@@ -261,6 +276,12 @@ class Engine:
         end_col = max(len(text.rstrip()) + 1, col + 1)
         return SmokeOutcome(code, status, str(path), line, col, line, end_col, kernel, op, dtype, variant, msg,
                             self.label)
+
+
+def _unplanned(e: dict, why: str) -> launch.Variant:
+    v = launch.Variant(e["host_name"], launch.op_name(e), "", "large-index", e.get("path", ""), int(e.get("line", 1)))
+    v.skip = why
+    return v
 
 
 def _numel(shape) -> int:

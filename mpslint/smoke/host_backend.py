@@ -39,7 +39,11 @@ class HostBackend:
                            timeout=options.build_timeout)
 
     def execute(self, compiled: build.BuildResult, launches: list, options) -> list:
-        return runner.run_launches(compiled.so, launches, timeout=options.timeout, memory_mb=options.memory_mb)
+        # a large-index launch maps its big buffers sparse: address space, not memory, but RLIMIT_AS counts it
+        sparse = max((sum(b.nbytes + b.sparse_below + 8192 for b in L.buffers if b.sparse_below >= 0)
+                      for L in launches), default=0)
+        return runner.run_launches(compiled.so, launches, timeout=options.timeout,
+                                   memory_mb=options.memory_mb + (sparse >> 20) + (1 if sparse else 0))
 
     def unsupported_reason(self, d) -> str | None:
         if str(toolchain.SHIM_DIR) in d.path:

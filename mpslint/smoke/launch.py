@@ -119,6 +119,7 @@ class Variant:
     reference: Reference | None = None
     skip: str | None = None    # reason, when the variant cannot be launched
     spec_outputs: list = field(default_factory=list)   # custom kernels: [specfile.SpecOutput] to check
+    large: dict | None = None  # large-index runs: sparse buffers, element sizes, windows (large.py)
 
 
 def op_name(entry: dict) -> str:

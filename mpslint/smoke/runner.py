@@ -27,6 +27,7 @@ class BufferSpec:
     data: bytes | None         # initial contents (None: zero-filled)
     nbytes: int
     read_back: bool = False
+    sparse_below: int = -1     # >= 0: a large-index buffer, mapped sparse with this much guard space below it
 
 
 @dataclass
@@ -37,6 +38,7 @@ class LaunchSpec:
     group: tuple
     mode: int = 0
     tgmem: list = field(default_factory=list)   # byte sizes of [[threadgroup(n)]] arguments
+    select: list | None = None  # large-index runs: only these threadgroups [(x, y, z)], with page tracking
 
 
 @dataclass
@@ -48,6 +50,8 @@ class LaunchResult:
     canary: list = field(default_factory=list)    # [(buffer index, first clobbered byte offset)]
     ms: float = 0.0
     internal: bool = False     # "error" of the runner itself (the kernel process failed), not of the kernel
+    touches: list = field(default_factory=list)   # large-index runs: [buf, write, x, y, z, byte offset] per page
+    peak_rss_kb: int = 0       # the kernel process's peak resident memory after this launch (Linux)
 
 
 def parse_fault(stderr: str) -> dict | None:
@@ -86,9 +90,13 @@ def run_launches(so: str, launches: list[LaunchSpec], *, timeout: float = 10.0, 
                 if b.read_back:
                     out_off = out_size
                     out_size += b.nbytes
-                bufs.append({"index": b.index, "nbytes": int(b.nbytes), "in_off": in_off, "out_off": out_off})
-            job.append({"kernel": L.kernel, "grid": _pad3(L.grid), "group": _pad3(L.group), "mode": L.mode,
-                        "tgmem": [int(x) for x in L.tgmem], "buffers": bufs})
+                bufs.append({"index": b.index, "nbytes": int(b.nbytes), "in_off": in_off, "out_off": out_off,
+                             "sparse": int(b.sparse_below)})
+            jl = {"kernel": L.kernel, "grid": _pad3(L.grid), "group": _pad3(L.group), "mode": L.mode,
+                  "tgmem": [int(x) for x in L.tgmem], "buffers": bufs}
+            if L.select is not None:
+                jl["select"] = [([int(x) for x in g] + [0, 0, 0])[:3] for g in L.select]
+            job.append(jl)
         job_path, in_path, out_path = (os.path.join(tmp, n) for n in ("job.json", "in.bin", "out.bin"))
         with open(job_path, "w") as f:
             json.dump({"launches": job}, f)
@@ -155,7 +163,8 @@ def _run_child(prefix, so, job_path, in_path, out_path, start, results, timeout,
                     info = json.loads(parts[2])
                     status = "ok" if info["rc"] == 0 else "error"
                     results[i] = LaunchResult(status, message=info.get("err", ""),
-                                              canary=[tuple(c) for c in info.get("canary", [])], ms=info["ms"])
+                                              canary=[tuple(c) for c in info.get("canary", [])], ms=info["ms"],
+                                              touches=info.get("touch", []), peak_rss_kb=info.get("hwm_kb", 0))
                     current = None
                     deadline = time.monotonic() + timeout + 5.0
         proc.wait()

@@ -321,8 +321,13 @@ def _seed(*parts: str) -> int:
     return int.from_bytes(hashlib.sha256("|".join(parts).encode()).digest()[:8], "little") & 0x7FFFFFFFFFFFFFFF
 
 
-def plan(entry: dict, decl: KernelDecl, bindings: dict, hook=None, extra_vars: dict | None = None):
-    """A launch.Variant for `entry` from one [[kernel]] table (skip set, with the reason, on a spec error)."""
+# large-index runs: a buffer bigger than this is mapped sparse (address space only) instead of being made
+LARGE_DENSE_LIMIT = 64 * 1024 * 1024
+
+
+def plan(entry: dict, decl: KernelDecl, bindings: dict, hook=None, large: bool = False):
+    """A launch.Variant for `entry` from one [[kernel]] table (skip set, with the reason, on a spec error).
+    large: the sizes of the table's [kernel.large] vars, big buffers mapped sparse, nothing compared."""
     import torch
     from .launch import Variant, tensor_bytes
     from .reference import Reference, resolve
@@ -335,7 +340,7 @@ def plan(entry: dict, decl: KernelDecl, bindings: dict, hook=None, extra_vars: d
         return v
     try:
         env: dict = {}
-        for k, val in {**decl.vars, **(extra_vars or {})}.items():
+        for k, val in {**decl.vars, **(decl.large.get("vars", {}) if large else {})}.items():
             env[k] = specexpr.size(val, env)
         params = {p["role"]: p for p in entry.get("params", []) if 0 <= p["role"] < 1000}
         declared = {b.index for b in decl.buffers}
@@ -347,6 +352,7 @@ def plan(entry: dict, decl: KernelDecl, bindings: dict, hook=None, extra_vars: d
             raise SpecError(f"the spec binds buffer({extra[0]}), which the kernel does not have")
         g = torch.Generator().manual_seed(_seed(host, decl.variant, "toml"))
         tensors, outs, datas = [], [], {}
+        sparse: dict = {}            # buffer index -> (nbytes, element size, name)
         total = 0
         for b in decl.buffers:
             if b.kind == "struct":
@@ -364,6 +370,10 @@ def plan(entry: dict, decl: KernelDecl, bindings: dict, hook=None, extra_vars: d
                 n = 1
                 for s in shape:
                     n *= s
+                if large and n * dt.size > LARGE_DENSE_LIMIT:
+                    env[b.name] = torch.empty(shape, dtype=dtypes.to_torch(dt), device="meta")
+                    sparse[b.index] = (n * dt.size, dt.size, b.name)
+                    continue
                 total += n * dt.size
                 if total > MAX_SPEC_BYTES:
                     raise SpecError(f"buffers of {total} bytes exceed the smoke run's limit of {MAX_SPEC_BYTES} "
@@ -372,7 +382,7 @@ def plan(entry: dict, decl: KernelDecl, bindings: dict, hook=None, extra_vars: d
                                   else "randint(0,1)" if dt.kind == "bool" else "randint(-10,10)")
                 t = make_tensor(SpecArg(b.index, dt.name, n, init), g).reshape(shape)
                 env[b.name] = t
-                if b.out:
+                if b.out and not large:
                     sel = specexpr.slice_of(b.compare, env) if b.compare else None
                     outs.append(SpecOutput(b.index, dt.name, tuple(shape), sel, b.name))
             tensors.append((b, t))
@@ -408,6 +418,17 @@ def plan(entry: dict, decl: KernelDecl, bindings: dict, hook=None, extra_vars: d
         v.reference = _expect_reference(decl, tensors, env, tol)
     bufs = [BufferSpec(idx, data, len(data), read_back=any(o.index == idx for o in outs))
             for idx, data in sorted(datas.items())]
+    if large:
+        if not sparse:
+            v.skip = f"spec error ({decl.source}): no buffer of the [kernel.large] sizes exceeds {LARGE_DENSE_LIMIT} bytes"
+            return v
+        v.variant = "large-index" + (f"/{decl.variant}" if decl.variant else "")
+        v.reference = None
+        v.large = {"buffers": sparse, "windows": [int(w) for w in decl.large.get("windows", [2 ** 31, 2 ** 32])],
+                   "elements_per_thread": int(decl.large.get("elements_per_thread", 1))}
+        for idx, (nbytes, esize, _name) in sparse.items():   # room for a negative 32-bit offset below the data
+            bufs.append(BufferSpec(idx, None, nbytes, sparse_below=(2 ** 31) * esize))
+        bufs.sort(key=lambda b: b.index)
     v.launch = LaunchSpec(host, bufs, tuple(grid), tuple(group), decl.mode, tgmem)
     return v
 

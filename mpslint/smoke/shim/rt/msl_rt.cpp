@@ -44,13 +44,21 @@ std::string g_err;
 jmp_buf* g_fail_jmp = nullptr;
 
 // ---- guarded buffers (registry read by the signal handler: fixed size, no allocation) ----
-struct GBuf { uintptr_t map, maplen, data, n, padded; int id; bool used; };
+struct GBuf { uintptr_t map, maplen, data, n, padded; int id; bool used; bool sparse; };
 constexpr int kMaxBufs = 512;
 GBuf g_bufs[kMaxBufs];
 struct StackRange { uintptr_t lo, hi; };
 constexpr int kMaxStacks = 1024;
 StackRange g_stacks[kMaxStacks];
 int g_nstacks = 0;
+
+// ---- large-index tracking: sparse buffers start PROT_NONE; the first touch of each page is recorded with the
+// thread that made it, and the page is opened (read/write) so that the kernel continues ----
+struct Touch { int buf; long long off; uint32_t tid[3]; int write; };
+constexpr int kMaxTouches = 1 << 16;
+Touch g_touch[kMaxTouches];
+int g_ntouch = 0;
+bool g_track = false;
 
 void fiber_entry(unsigned, unsigned) {
   Group* g = g_group;
@@ -120,7 +128,26 @@ void on_fault(int sig, siginfo_t* si, void* uctx) {
 #else
   (void)uctx;
 #endif
+  const ThreadCtx* cur = (g_group && g_group->cur >= 0) ? &g_group->fibers[g_group->cur].ctx : nullptr;
+  if (g_track && sig == SIGSEGV) {
+    for (int i = 0; i < kMaxBufs; i++) {
+      const GBuf& b = g_bufs[i];
+      if (!b.used || !b.sparse || a < b.data || a >= b.data + b.n) continue;
+      if (g_ntouch < kMaxTouches) {
+        Touch& t = g_touch[g_ntouch++];
+        t.buf = b.id; t.off = (long long)(a - b.data); t.write = access[0] == 'w';
+        t.tid[0] = cur ? cur->thread_position_in_grid.x : 0; t.tid[1] = cur ? cur->thread_position_in_grid.y : 0;
+        t.tid[2] = cur ? cur->thread_position_in_grid.z : 0;
+      }
+      mprotect((void*)(a & ~(uintptr_t)(kPage - 1)), kPage, PROT_READ | PROT_WRITE);
+      return;   // the access is retried on the opened page
+    }
+  }
   put(p, "MSL_FAULT signal="); put_i(p, sig);
+  if (cur) {
+    put(p, " tid="); put_i(p, cur->thread_position_in_grid.x); put(p, ","); put_i(p, cur->thread_position_in_grid.y);
+    put(p, ","); put_i(p, cur->thread_position_in_grid.z);
+  }
   if (sig == SIGSEGV || sig == SIGBUS) {
     const char* kind = "wild"; int id = -1; long long off = 0;
     for (int i = 0; i < kMaxBufs; i++) {
@@ -212,8 +239,35 @@ extern "C" void* msl_buf_alloc(size_t n, int id) {
   mprotect((void*)(map + total - kPage), kPage, PROT_NONE);
   uintptr_t data = map + total - kPage - padded;
   std::memset((void*)(map + kPage), kCanary, body);
-  g_bufs[slot] = GBuf{map, total, data, n, padded, id, true};
+  g_bufs[slot] = GBuf{map, total, data, n, padded, id, true, false};
   return (void*)data;
+}
+
+// A large-index buffer: n bytes of address space (MAP_NORESERVE, nothing committed until touched), all
+// PROT_NONE so that every first touch of a page is seen, with `below` bytes of PROT_NONE address space before
+// the data (a negative 32-bit offset lands there and is reported as an underflow) and one page after it.
+extern "C" void* msl_sparse_alloc(size_t n, int id, size_t below) {
+  int slot = -1;
+  for (int i = 0; i < kMaxBufs; i++) if (!g_bufs[i].used) { slot = i; break; }
+  if (slot < 0) return nullptr;
+  below = (below + kPage - 1) / kPage * kPage;
+  const size_t body = (std::max<size_t>(n, 1) + kPage - 1) / kPage * kPage;
+  const size_t total = below + body + kPage;
+  void* m = mmap(nullptr, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  uintptr_t map = (uintptr_t)m;
+  g_bufs[slot] = GBuf{map, total, map + below, n, n, id, true, true};
+  return (void*)(map + below);
+}
+
+extern "C" void msl_track(int on) { g_track = on != 0; if (on) g_ntouch = 0; }
+extern "C" int msl_touch_count() { return g_ntouch; }
+// buf, write, tid x/y/z, offset
+extern "C" int msl_touch_get(int i, long long* out6) {
+  if (i < 0 || i >= g_ntouch) return -1;
+  const Touch& t = g_touch[i];
+  out6[0] = t.buf; out6[1] = t.write; out6[2] = t.tid[0]; out6[3] = t.tid[1]; out6[4] = t.tid[2]; out6[5] = t.off;
+  return 0;
 }
 
 static GBuf* find_buf(void* p) {
@@ -226,6 +280,7 @@ static GBuf* find_buf(void* p) {
 extern "C" int msl_buf_check(void* p, long long* first_bad) {
   GBuf* b = find_buf(p);
   if (!b) return -1;
+  if (b->sparse) return 0;   // no canary: its guards are PROT_NONE
   const unsigned char* lo = (const unsigned char*)(b->map + kPage);
   const unsigned char* d = (const unsigned char*)b->data;
   for (const unsigned char* q = lo; q < d; q++)
@@ -243,8 +298,17 @@ extern "C" void msl_buf_free(void* p) {
 }
 
 // mode 0: dispatchThreads(grid = threads), mode 1: dispatchThreadgroups(grid = threadgroups)
+extern "C" int msl_dispatch_sel(int k, void** bufs, const uint32_t* grid_in, const uint32_t* tg,
+                                const uint64_t* tgmem_sizes, int n_tgmem, int mode, const uint32_t* sel, int nsel);
+
 extern "C" int msl_dispatch(int k, void** bufs, const uint32_t* grid_in, const uint32_t* tg,
                             const uint64_t* tgmem_sizes, int n_tgmem, int mode) {
+  return msl_dispatch_sel(k, bufs, grid_in, tg, tgmem_sizes, n_tgmem, mode, nullptr, -1);
+}
+
+// nsel >= 0: run only the threadgroups listed in sel (x, y, z triples), for large-index runs
+extern "C" int msl_dispatch_sel(int k, void** bufs, const uint32_t* grid_in, const uint32_t* tg,
+                                const uint64_t* tgmem_sizes, int n_tgmem, int mode, const uint32_t* sel, int nsel) {
   if (k < 0 || k >= msl_num_kernels) return -1;
   u3 T{tg[0], tg[1], tg[2]};
   if (T.x == 0 || T.y == 0 || T.z == 0) { g_err = "threadgroup size is zero"; return -4; }
@@ -278,9 +342,16 @@ extern "C" int msl_dispatch(int k, void** bufs, const uint32_t* grid_in, const u
   int rc = 0;
   g_group = &g;
   if (setjmp(jb)) { rc = -3; goto out; }
-  for (uint32_t gz = 0; gz < G.z; gz++)
-    for (uint32_t gy = 0; gy < G.y; gy++)
-      for (uint32_t gx = 0; gx < G.x; gx++) {
+  {
+  const uint64_t ngroups = nsel >= 0 ? uint64_t(nsel) : uint64_t(G.x) * G.y * G.z;
+  for (uint64_t q = 0; q < ngroups; q++) {
+        uint32_t gx, gy, gz;
+        if (nsel >= 0) {
+          gx = sel[3 * q]; gy = sel[3 * q + 1]; gz = sel[3 * q + 2];
+          if (gx >= G.x || gy >= G.y || gz >= G.z) continue;
+        } else {
+          gx = uint32_t(q % G.x); gy = uint32_t((q / G.x) % G.y); gz = uint32_t(q / (uint64_t(G.x) * G.y));
+        }
         // non-uniform threadgroups at the grid edge (dispatchThreads semantics)
         u3 A{T.x, T.y, T.z};
         if (mode == 0) {
@@ -313,7 +384,8 @@ extern "C" int msl_dispatch(int k, void** bufs, const uint32_t* grid_in, const u
             }
         for (auto& m : tgmem) std::memset(m.data(), 0, m.size());
         run_group(g);
-      }
+  }
+  }
 out:
   g_group = nullptr; g_fail_jmp = nullptr;
   g_nstacks = 0;
