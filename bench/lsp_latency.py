@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import statistics
 import subprocess
@@ -148,9 +149,10 @@ def main(argv=None) -> int:
                 rows.append(asyncio.run(measure(tree, scope, args.edits, args.warmup, work / "cache")))
                 r = rows[-1]
                 verdict = "ok" if r["median_ms"] <= TARGET_MS else "MISSED"
+                load = " ".join(f"{x:.1f}" for x in os.getloadavg())
                 print(f"{r['tree']:>14} {r['file']:>26} {r['lines']:5d} lines  {r['scope']:<13} ready {r['ready_s']:6.2f} s  "
                       f"median {r['median_ms']:7.1f} ms  p95 {r['p95_ms']:7.1f} ms  max {r['max_ms']:7.1f} ms  "
-                      f"diagnostics {r['diagnostics']:3d}  (target <= {TARGET_MS} ms warm: {verdict})", flush=True)
+                      f"diagnostics {r['diagnostics']:3d}  load {load}  (target <= {TARGET_MS} ms warm: {verdict})", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

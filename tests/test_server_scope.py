@@ -63,3 +63,25 @@ def test_compile_shader_python_is_linted_and_dropped_when_closed():
         assert got == annotations(Path(py))[0], py.name
         changed, _ = ws.update(str(py), None)  # closed: not part of the tree, so no longer context
         assert changed and ws.path_of(str(py)) not in ws.entries
+
+
+def test_tool_mpslint_configuration_applies(tmp_path):
+    import shutil
+
+    root = tmp_path / "aten"
+    shutil.copytree(FIXTURES / "aten", root)
+    shape = root / "src/ATen/native/mps/operations/Shape.mm"
+    before = {f.code for f in Workspace(root, Settings(no_cache=True)).lint(str(shape)).findings}
+    assert {"MPS102", "MPS110"} <= before
+    (root / "pyproject.toml").write_text(
+        '[tool.mpslint]\nignore = ["MPS102"]\nper-file-ignores = { "*/Shape.mm" = ["MPS110"] }\n', encoding="utf-8")
+    ws = Workspace(root, Settings(no_cache=True))
+    after = {f.code for f in ws.lint(str(shape)).findings}
+    assert after == before - {"MPS102", "MPS110"}
+    # the client's selection replaces the file's, as --select does on the command line
+    only = Workspace(root, Settings(no_cache=True, select=["MPS102"]))
+    assert {f.code for f in only.lint(str(shape)).findings} == {"MPS102"}
+    (root / "pyproject.toml").write_text("[tool.mpslint]\nbogus = 1\n", encoding="utf-8")
+    broken = Workspace(root, Settings(no_cache=True))
+    assert broken.problems and "unknown [tool.mpslint] keys" in broken.problems[0]
+    assert {f.code for f in broken.lint(str(shape)).findings} == before
