@@ -13,14 +13,16 @@ points come from compare.py. Findings are not computed: the classes do not depen
 
 from __future__ import annotations
 
+import gc
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
 from ..config import Config
 from ..discovery import NATIVE_FUNCTIONS_REL, SKIP_DIRS, _is_build_dir, display_path, kind_of
-from ..engine import LintResult, gc_paused
+from ..engine import LintResult
 from ..model import FileError
 from ..project import Project, add_facts, build_graph, decode_source
 from .classify import build_audit
@@ -47,7 +49,7 @@ class HistoryStats:
     memo_hits: int = 0  # files unchanged since the previous point (neither read nor parsed)
     seconds: float = 0.0
     internal_errors: list = field(default_factory=list)
-    phases: dict = field(default_factory=lambda: {"git": 0.0, "facts": 0.0, "graph": 0.0, "audit": 0.0})
+    phases: dict = field(default_factory=lambda: {"git": 0.0, "facts": 0.0, "graph": 0.0, "audit": 0.0, "collect": 0.0})
 
 
 def _kind(rel: str) -> str | None:
@@ -95,7 +97,7 @@ def run_history(
     changes: list[dict] = []
     memo: dict[tuple[str, str], list] = {}
     prev_key = prev_report = prev_point = yaml_used = None
-    with BlobReader(top) as reader, gc_paused():
+    with BlobReader(top) as reader, _collector_per_point():
         for rev in picked:
             tg = time.perf_counter()
             try:
@@ -210,6 +212,7 @@ def _audit_revision(files, memo: dict, reader: BlobReader, cache, jobs, stats: H
             stats.internal_errors.append(f"{got[0].path}: internal error while reading facts: {value}")
     memo.clear()  # only the files of the latest revision are kept: history rarely returns to an older blob
     memo.update(current)
+    gc.freeze()  # the facts live on to the next points: out of the collector's sight (see _collector_per_point)
     project = Project()
     project.cache = cache
     for disp, _kind, oid in files:
@@ -227,8 +230,28 @@ def _audit_revision(files, memo: dict, reader: BlobReader, cache, jobs, stats: H
     stats.phases["graph"] += ta - tg
     result = LintResult([], project.errors, [], [], project.stats, project, [], len(files))
     report = build_audit(result, []).to_dict()
-    stats.phases["audit"] += time.perf_counter() - ta
+    del result, project
+    tc = time.perf_counter()
+    stats.phases["audit"] += tc - ta
+    gc.collect()  # this point's graph (networkx graphs hold reference cycles): only what was made since the freeze
+    stats.phases["collect"] += time.perf_counter() - tc
     return report, None
+
+
+@contextmanager
+def _collector_per_point():
+    """No automatic cycle collection during the run (a full one walks every fact of the tree, as in
+    engine.gc_paused); instead the facts are frozen when loaded and each point's garbage is collected after
+    the point, so memory stays that of one tree, not one graph per point. Frozen objects are handed back
+    to the collector at the end."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
 
 
 _KINDS = (("newly_migrated", "migrated"), ("regressed", "regressed"), ("changed", "changed"), ("new_mixed", "new mixed"))
