@@ -91,9 +91,16 @@ class Engine:
         variants = []
         groups_first: dict = {}
         for e in comp.entries if self.options.large_index else ():
-            decls = [(d, b) for d, b in self.library.lookup(e["host_name"]) if d.large]
+            found = self.library.lookup(e["host_name"])
+            decls = [(d, b) for d, b in found if d.large and all(b.get(k) == str(w) for k, w in
+                                                                 d.large.get("when", {}).items())]
             if not decls:
-                variants.append((e, _unplanned(e, "large-index run: no `[kernel.large]` table in a TOML spec for it")))
+                why = ("large-index run: the spec's `[kernel.large]` is only for "
+                       + ", ".join(f"{k} = {w}" for d, _b in found for k, w in d.large.get("when", {}).items())
+                       + " (the host launches this variant only at sizes that fit 32 bits)"
+                       if any(d.large for d, _b in found) else
+                       "large-index run: no `[kernel.large]` table in a TOML spec for it")
+                variants.append((e, _unplanned(e, why)))
             for d, bindings in decls:
                 v = specfile.plan(e, d, bindings, large=True)
                 if v.skip is None:

@@ -115,6 +115,9 @@ def judge(v, res, launch, group_first: dict) -> tuple:
                 f"{first}): a 32-bit offset wrapped past 2^32; unwrapped it is byte {should} (element "
                 f"{should // esize}); compute the index in 64 bits (long / int64_t)")
     touched = len(res.touches)
+    if not touched:
+        return None, "skipped", ("the threadgroups near the windows touched no big buffer: the [kernel.large] "
+                                 "sizes do not reach them")
     mapped = sum(nb for nb, _e, _n in bufs.values())
     return None, "passed", (f"no wrapped offset: {touched} pages touched by the threadgroups near "
                             f"{' and '.join(_pow(w) for w in info['windows'])} elements stay in their region "

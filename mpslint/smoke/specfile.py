@@ -3,7 +3,9 @@ kernel's file (a spec library for PyTorch's kernels ships in `mpslint/smoke/spec
 `[tool.mpslint] smoke-specs` add more).  An inline `mpslint-smoke:` comment in the .metal file wins.
 
     [[kernel]]
-    name = "cumsum_{T}"                  # a host name; `*` and `{T}`/`{U}` (any Metal dtype name) are patterns
+    name = "cumsum_{T}"                  # a host name; `*` and `{T}`/`{U}` (any Metal dtype name) are patterns,
+                                         # `{K:u32|u64}` one of the listed words
+    # cases = { K = { u32 = { I = "uint" }, u64 = { I = "ulong" } } }   # more placeholders per matched word
     variant = "rows"                     # several [[kernel]] tables of one name are several launches
     vars = { R = 6, C = 37 }             # names usable in every expression below
     grid = ["C", "R"]                    # threads (dispatchThreads) ...
@@ -62,11 +64,11 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-_PLACEHOLDER = re.compile(r"\{([A-Z]\w*)\}")
+_PLACEHOLDER = re.compile(r"\{([A-Z]\w*)(?::([\w|]+))?\}")
 _VEC = re.compile(r"^(float|half|int|uint|long|ulong|short|ushort|char|uchar|bool|bfloat)([234])$")
 _ARRAY = re.compile(r"^(\w+)\[(\d+)\]$")
 _KERNEL_KEYS = {"name", "variant", "vars", "grid", "groups", "group", "tgmem", "reference", "atol", "rtol",
-                "buffer", "large", "note"}
+                "buffer", "large", "note", "cases"}
 _BUFFER_KEYS = {"index", "name", "dtype", "shape", "init", "out", "expect", "compare", "value", "fields", "note"}
 
 
@@ -103,20 +105,27 @@ class KernelDecl:
     rtol: float | None = None
     buffers: list = field(default_factory=list)
     large: dict = field(default_factory=dict)
+    cases: dict = field(default_factory=dict)   # placeholder -> its value -> more bindings ({I} = "uint", ...)
     error: str = ""
 
     def pattern(self) -> re.Pattern:
         out, pos = [], 0
         for m in _PLACEHOLDER.finditer(self.name):
             out.append(_glob(self.name[pos:m.start()]))
-            out.append(f"(?P<{m.group(1)}>{'|'.join(dtypes.NAMES)})")
+            alts = m.group(2).split("|") if m.group(2) else dtypes.NAMES
+            out.append(f"(?P<{m.group(1)}>{'|'.join(re.escape(a) for a in alts)})")
             pos = m.end()
         out.append(_glob(self.name[pos:]))
         return re.compile("^" + "".join(out) + "$")
 
     def match(self, host_name: str) -> dict | None:
         m = self.pattern().match(host_name)
-        return None if m is None else m.groupdict()
+        if m is None:
+            return None
+        b = m.groupdict()
+        for key, value in list(b.items()):
+            b.update({k: str(v) for k, v in self.cases.get(key, {}).get(value, {}).items()})
+        return b
 
 
 def _glob(s: str) -> str:
@@ -163,6 +172,7 @@ def _kernel(k, where: str) -> KernelDecl:
         d.atol = float(k["atol"]) if "atol" in k else None
         d.rtol = float(k["rtol"]) if "rtol" in k else None
         d.large = dict(k.get("large", {}))
+        d.cases = dict(k.get("cases", {}))
         seen = set()
         for b in k.get("buffer", []):
             bd = _buffer(b)
@@ -223,13 +233,14 @@ def field_layout(type_name: str) -> tuple[str, int, int, int]:
     return d.name, 1, d.size, d.size
 
 
-def pack_struct(fields: list, env: dict) -> bytes:
+def pack_struct(fields: list, env: dict, bindings: dict | None = None) -> bytes:
     import torch
     out = bytearray()
     max_align = 1
     for f in fields:
         if not isinstance(f, dict) or "name" not in f or "type" not in f:
             raise SpecError(f"a struct field needs `name` and `type`: {f!r}")
+        f = {**f, "type": _subst(str(f["type"]), bindings or {})}
         scalar, n, size, align = field_layout(f["type"])
         max_align = max(max_align, align)
         out += bytes((-len(out)) % align)
@@ -317,6 +328,7 @@ def _subst(text: str, bindings: dict) -> str:
     return _PLACEHOLDER.sub(lambda m: bindings.get(m.group(1), m.group(0)), text)
 
 
+
 def _seed(*parts: str) -> int:
     return int.from_bytes(hashlib.sha256("|".join(parts).encode()).digest()[:8], "little") & 0x7FFFFFFFFFFFFFFF
 
@@ -389,7 +401,7 @@ def plan(entry: dict, decl: KernelDecl, bindings: dict, hook=None, large: bool =
             datas[b.index] = tensor_bytes(t)
         for b in decl.buffers:          # structs last: their fields may name any buffer
             if b.kind == "struct":
-                datas[b.index] = pack_struct(b.fields, env)
+                datas[b.index] = pack_struct(b.fields, env, bindings)
         for idx, data in datas.items():
             p = params.get(idx)
             if p is not None and p["kind"] != 1 and p.get("size", 0) > 0 and len(data) != p["size"]:
@@ -397,6 +409,9 @@ def plan(entry: dict, decl: KernelDecl, bindings: dict, hook=None, large: bool =
                                 f"parameter `{p.get('type')}` is {p['size']}")
         grid = [int(x) for x in specexpr.size(decl.grid, env)]
         group = [int(x) for x in specexpr.size(decl.group, env)]
+        if any(not 0 < x < 2 ** 32 for x in grid + group):
+            raise SpecError(f"grid {grid} / group {group}: every dimension must be 1 .. 2^32-1 (Metal's uint "
+                            "positions); split the launch the way the host does")
         tgmem = [int(x) for x in specexpr.size(decl.tgmem, env)]
     except (SpecError, specexpr.SpecExprError, ValueError, TypeError) as e:
         v.skip = f"spec error ({decl.source}): {e}"

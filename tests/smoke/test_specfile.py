@@ -134,3 +134,17 @@ def test_an_unfilled_skeleton_is_a_spec_error_not_a_run(tmp_path):
     entry = {"host_name": "k", "params": [{"role": 0, "kind": 1, "type": "float", "size": 4}]}
     v = specfile.plan(entry, d, {})
     assert v.skip and "spec error" in v.skip and "TODO" in v.skip
+
+
+def test_word_placeholders_and_cases_bind_more_names(tmp_path):
+    [d] = _decl('[[kernel]]\nname = "im2col_{T}_{K:u32|u64}"\ngrid = [1]\n'
+                'cases = { K = { u32 = { I = "uint" }, u64 = { I = "ulong" } } }\n', tmp_path)
+    assert d.match("im2col_half_u64") == {"T": "half", "K": "u64", "I": "ulong"}
+    assert d.match("im2col_half_u16") is None
+
+
+def test_the_shipped_library_loads_without_errors():
+    lib = specfile.SpecLibrary.load([], builtin=True)
+    assert not lib.errors and lib.files
+    assert all(not d.error for _p, decls in lib.files for d in decls), [d.error for _p, ds in lib.files for d in ds]
+    assert lib.lookup("im2col_float_u32") and lib.lookup("col2im_kernel_half")
