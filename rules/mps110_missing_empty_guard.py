@@ -48,6 +48,8 @@ import re
 from mpslint import hostflow as hf
 from mpslint.model import Severity
 from mpslint.rule import Rule
+from mpslint.semantic.expressions import strip_parens
+from mpslint.semantic.model import semantic_model
 
 _OPS_PATH = re.compile(r"(?:^|/)native/mps/(?:operations/)?[^/]+\.(?:mm|cpp|h)$")
 _TENSOR = re.compile(r"\b(?:Tensor|TensorBase|TensorIteratorBase|TensorIterator|TensorList|ITensorListRef)\b")
@@ -60,7 +62,6 @@ def _has_tensor(fn) -> bool:
     return any(c.name in ("numel", "sizes", "nbytes") and c.receiver for c in fn.calls)
 
 
-_CONST = re.compile(r"^\s*(?:\d+[uUlL]*|MTLSizeMake\(\s*\d+[uUlL]*\s*,\s*\d+[uUlL]*\s*,\s*\d+[uUlL]*\s*\))\s*$")
 
 
 class MissingEmptyGuard(Rule):
@@ -72,17 +73,23 @@ class MissingEmptyGuard(Rule):
     guide = "Checklist"
 
     @staticmethod
-    def _constant(fn, text: str, depth: int = 3) -> bool:
-        """``text`` is a constant grid: a literal, ``MTLSizeMake`` of literals, or a local initialised (and
-        only ever assigned) from one."""
-        if _CONST.match(text):
-            return True
-        name = text.strip()
-        if depth <= 0 or not re.fullmatch(r"[A-Za-z_]\w*", name):
-            return False
-        inits = [d.init.text for d in fn.decls if d.name == name and d.init is not None]
-        inits += [a.rhs.text for a in fn.assigns if a.lhs == name]
-        return bool(inits) and all(MissingEmptyGuard._constant(fn, t, depth - 1) for t in inits)
+    def _nonempty(fm, node, stmt: int, depth: int = 0) -> bool:
+        """The grid dimension ``node`` is at least 1 at ``stmt``: a constant, a value the dominating checks
+        bound below by 1 (`if (n == 0) return;`, `TORCH_CHECK(n > 0)`, `if (n)`, a loop `while (n > 0)`),
+        an `MTLSizeMake` of such values, or a local holding one."""
+        n = strip_parens(node)
+        o, at = fm.origin(n, stmt)
+        if o.kind == "call" and o.op in ("MTLSizeMake", "MTLSize") and o.args and depth < 3:
+            return all(MissingEmptyGuard._nonempty(fm, a, at, depth + 1) for a in o.args)
+        if o.kind == "init" and o.kids and depth < 3:
+            return all(MissingEmptyGuard._nonempty(fm, a, at, depth + 1) for a in o.kids)
+        return fm.nonzero(n, stmt)
+
+    @staticmethod
+    def _guarded(fm, stmt: int) -> bool:
+        """A dominating check proves some tensor non-empty (`if (out.numel() == 0) return;`): the tensors of
+        one op share their element count in all but a few ops, so any such check counts."""
+        return any(k.endswith(".numel()") and b.interval.lo is not None and b.interval.lo >= 1 for k, b in fm.bounds(stmt).items())
 
     def check(self, ctx):
         hosts = ctx.project.hosts
@@ -90,22 +97,25 @@ class MissingEmptyGuard(Rule):
         registered = hf.registered_functions(hosts)
         escaping = hf.escaping_functions(hosts)
 
-        def caller_guards(_path, caller, call) -> bool:
-            return hf.empty_guarded(caller, call.stmt)
+        model = semantic_model(ctx.project)
+
+        def caller_guards(cpath, caller, call) -> bool:
+            return self._guarded(model.function(caller, hosts.get(cpath)), call.stmt)
 
         for path in sorted(hosts):
             for fn in hosts[path].functions:
                 if not _OPS_PATH.search(path) and not _has_tensor(fn):
                     continue  # stream/graph infrastructure re-issuing launches it recorded: no tensor can be empty here
                 launch = None
+                fm = model.function(fn, hosts[path])
                 for call in hf.launches(fn):
                     args = hf.dispatch_size_args(call)
                     if call.name in ("dispatchThreads", "dispatchThreadgroups"):
                         args = call.args[:1]  # the grid; the threadgroup size is not what an empty tensor zeroes
-                    if not args or all(self._constant(fn, a.text) for a in args):
+                    trees = [a.tree for a in args if a.tree is not None]
+                    if not trees or all(self._nonempty(fm, t, call.stmt) for t in trees):
                         continue
-                    sized_by = {m.group(0) for a in args for m in re.finditer(r"(?<![\w.>])[A-Za-z_]\w*\b(?!\s*[(<:])", a.text)}
-                    if hf.empty_guarded(fn, call.stmt, sized_by):
+                    if self._guarded(fm, call.stmt):
                         continue
                     launch = call
                     break

@@ -28,6 +28,7 @@ from .symbols import FileTables, Scope
 from .types import BOOL, INT32, INT64, INT_ARRAY, INT8, SIZE_T, UINT32, UNKNOWN, CType, arith, common, literal_type, promote
 
 _MAX_DEPTH = 10
+_MAX_NESTING = 12  # statements whose bounds are being computed at once (each asks about values defined earlier)
 LINEAR_CALLS = {"numel", "nbytes", "storage_offset", "num_output_elements", "sym_numel", "storage_nbytes"}
 DIM_CALLS = {"size", "stride", "sym_size", "sym_stride"}
 ARRAY_CALLS = {"sizes", "strides", "shape", "sym_sizes", "sym_strides"}
@@ -119,6 +120,7 @@ class FunctionModel:
         self.scope = Scope(fn, tables)
         self.defs = Definitions(fn)
         self._bounds: dict[int, dict[str, Bound]] = {}
+        self._nesting = 0
 
     # ------------------------------------------------------------------ values
     def values(self, name: str, stmt: int) -> list[tuple[Node | None, int]] | None:
@@ -442,13 +444,31 @@ class FunctionModel:
     def bounds(self, stmt: int) -> dict[str, Bound]:
         got = self._bounds.get(stmt)
         if got is None:
-            got = {}
-            for cond in dominating_conditions(self.fn, stmt):
-                for key, iv in self.prove(cond.node, cond.truth, cond.stmt).items():
-                    prev = got.get(key)
-                    got[key] = Bound(iv if prev is None else prev.interval.meet(iv), cond if prev is None else prev.condition)
+            if self._nesting > _MAX_NESTING:
+                return {}  # a long chain of locals each bounded by checks before it: stop, knowing less
+            self._bounds[stmt] = {}  # a check that (through locals) asks about its own statement proves nothing
+            self._nesting += 1
+            try:
+                got = {}
+                for cond in dominating_conditions(self.fn, stmt):
+                    for key, iv in self.prove(cond.node, cond.truth, cond.stmt).items():
+                        prev = got.get(key)
+                        got[key] = Bound(iv if prev is None else prev.interval.meet(iv), cond if prev is None else prev.condition)
+            finally:
+                self._nesting -= 1
             self._bounds[stmt] = got
         return got
+
+    def nonzero(self, node: Node, stmt: int) -> bool:
+        """``node`` cannot be 0 at ``stmt``: its range excludes 0, or a dominating check proves ``!= 0``
+        (also through casts: ``static_cast<NSUInteger>(steps)`` after ``if (steps == 0) return;``)."""
+        n = strip_parens(node)
+        while n.kind == "cast" and n.kids:
+            n = strip_parens(n.kids[0])
+        r = self.range(n, stmt)
+        if (r.lo is not None and r.lo > 0) or (r.hi is not None and r.hi < 0):
+            return True
+        return self.key(n, stmt) + "#nonzero" in self.bounds(stmt)
 
     def conditions(self, stmt: int) -> list[Condition]:
         return dominating_conditions(self.fn, stmt)
@@ -481,7 +501,13 @@ class FunctionModel:
                 return self.prove(v, truth, at, None, depth + 1)
             return {}
         if n.kind == "call":
-            return self._prove_call(n, truth, stmt, env, depth)
+            got = self._prove_call(n, truth, stmt, env, depth)
+            if got:
+                return got
+        if n.kind in ("call", "member", "index", "binary", "id") and self.type_of(n, stmt).kind == "int":
+            # `if (numel)`: an integer used as a condition is compared with zero
+            zero = Node("int", "0", "", (), n.start, n.start, "0")
+            return self._compare(n, "!=" if truth else "==", zero, stmt, env, depth)
         return {}
 
     def _prove_call(self, n: Node, truth: bool, stmt: int, env, depth: int) -> dict[str, Interval]:
@@ -515,6 +541,14 @@ class FunctionModel:
             if o in (">=", ">", "==") and cr.lo is not None:
                 lo = cr.lo + (1 if o == ">" else 0)
                 iv = Interval(lo, iv.hi if iv is not None else None)
+            if o == "!=" and cr.lo == 0 and cr.hi == 0:
+                out[self.key(x, stmt, env=env) + "#nonzero"] = Interval(1, 1)
+            if o == "!=" and cr.lo is not None and cr.lo == cr.hi:
+                own = self.range(x, stmt, depth + 1, env, guards=False)
+                if own.lo is not None and own.lo == cr.lo:
+                    iv = Interval(cr.lo + 1, None)  # `n != 0` for a size: n >= 1
+                elif own.hi is not None and own.hi == cr.hi:
+                    iv = Interval(None, cr.hi - 1)
             if iv is None:
                 continue
             for key, bound in self._decompose(x, iv, stmt, env, depth):

@@ -180,3 +180,18 @@ def test_metal_constant_products_are_bounded():
 def test_typedef_of_bfloat_is_bfloat():
     assert parse_type("bfloat16_t", {"bfloat16_t": "bfloat"}).name == "bfloat"
     assert parse_type("device const bfloat16_t*", {"bfloat16_t": "bfloat"}).elem.name == "bfloat"
+
+
+def test_emptiness_tests_give_lower_bounds():
+    fm = _fm("if (t.numel() == 0) {\n  return;\n}\nauto probe = t.numel();")
+    node, stmt = _probe(fm)
+    assert fm.range(node, stmt).lo == 1
+    fm = _fm("if (!t.numel()) {\n  return;\n}\nauto probe = t.numel();")
+    node, stmt = _probe(fm)
+    assert fm.range(node, stmt).lo == 1
+    fm = _fm("if (t.numel()) {\n  auto probe = t.numel();\n}")
+    node, stmt = _probe(fm)
+    assert fm.range(node, stmt).lo == 1
+    fm = _fm("if (n == 0) {\n  return;\n}\nauto probe = n;")
+    node, stmt = _probe(fm)
+    assert fm.range(node, stmt).lo < 0  # n may be negative: n != 0 says nothing about a lower bound
