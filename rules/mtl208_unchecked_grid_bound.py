@@ -47,12 +47,12 @@ import re
 
 from mpslint.model import Severity
 from mpslint.rule import Rule
+from mpslint.semantic.expressions import identifiers, strip_parens
 from mpslint.metalflow import is_kernel_function, metal_sources
 
 _COUNT_NAME = re.compile(r"(?i)^(?:n|numel|num_?el(?:em(?:ent)?)?s?|n_?el(?:em(?:ent)?)?s?|size|total(?:_size)?|len|length|count|n_?elements|num_?threads)$")
 _SCALAR = re.compile(r"^(?:const\s+)?(?:u?int|u?long|u?short|int\d+_t|uint\d+_t|size_t)\s*&?$")
 _GRID = {"thread_position_in_grid", "thread_index_in_grid"}
-_LINE_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
 class UncheckedGridBound(Rule):
@@ -72,13 +72,13 @@ class UncheckedGridBound(Rule):
                 grid = [p.name for p in fn.params if re.search(r"\[\[\s*(%s)\s*\]\]" % "|".join(_GRID), p.raw)]
                 if not grid:
                     continue
-                body = _LINE_COMMENT.sub(" ", text[fn.body_span.start : fn.body_span.end])
+                read = _names_read(fn)
                 for p in fn.params:
                     if not p.name or not _COUNT_NAME.match(p.name) or not _SCALAR.match(p.type.strip()):
                         continue
-                    if re.search(r"(?<![\w.])" + re.escape(p.name) + r"\b", body):
+                    if p.name in read:
                         continue
-                    write = _grid_write(fn, grid, text)
+                    write = _grid_write(fn, set(grid), text)
                     if write is None:
                         continue
                     yield ctx.finding(
@@ -91,16 +91,40 @@ class UncheckedGridBound(Rule):
                     )
 
 
-def _grid_write(fn, grid, text):
+def _names_read(fn) -> set[str]:
+    """Every identifier the function's statements, declarations and calls read (from the expression trees)."""
+    out: set[str] = set()
+    for s in fn.stmts:
+        if s.tree is not None:
+            out |= identifiers(s.tree)
+    for d in fn.decls:
+        if d.init is not None and d.init.tree is not None:
+            out |= identifiers(d.init.tree)
+    for c in fn.calls:
+        if c.tree is not None:
+            out |= identifiers(c.tree)
+    for a in fn.assigns:
+        if a.rhs.tree is not None:
+            out |= identifiers(a.rhs.tree)
+    for sub in fn.subscripts:
+        if sub.tree is not None:
+            out |= identifiers(sub.tree)
+    return out
+
+
+def _grid_write(fn, grid: set[str], text):
     """The first ``buffer[... tid ...] = ...`` of a device buffer indexed by the grid position, or None."""
     buffers = set()
     for p in fn.params:
         lead = re.split(r"[(,]", text[max(0, p.span.start - 40) : p.span.start])[-1]
         if "*" in p.type and re.search(r"(?<![\w:])device\b", lead + " " + p.raw):
             buffers.add(p.name)
-    gridrx = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, grid)) + r")\b")
+    by_start = {sub.span.start: sub for sub in fn.subscripts if sub.tree is not None}
     for a in fn.assigns:
-        m = re.match(r"^([A-Za-z_]\w*)\s*\[(.*)\]$", a.lhs)
-        if m and m.group(1) in buffers and gridrx.search(m.group(2)):
+        sub = by_start.get(a.span.start)
+        if sub is None:
+            continue
+        base = strip_parens(sub.tree.kids[0])
+        if base.kind == "id" and base.op in buffers and grid & identifiers(sub.tree.kids[1]):
             return a.lhs
     return None
