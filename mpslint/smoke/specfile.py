@@ -53,6 +53,7 @@ import fnmatch
 import hashlib
 import re
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,6 +65,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+# complex32 (half2) buffers are made with torch, which warns on every one of them
+warnings.filterwarnings("ignore", message="ComplexHalf support is experimental")
 _PLACEHOLDER = re.compile(r"\{([A-Z]\w*)(?::([\w|]+))?\}")
 _VEC = re.compile(r"^(float|half|int|uint|long|ulong|short|ushort|char|uchar|bool|bfloat)([234])$")
 _ARRAY = re.compile(r"^(\w+)\[(\d+)\]$")
