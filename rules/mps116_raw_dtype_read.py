@@ -115,5 +115,5 @@ class RawDtypeRead(Rule):
             path,
             site.span,
             f"`{t}`'s buffer is accessed as `{scalar}` ({what}) but nothing in `{fn.name}` checks or converts its dtype: "
-            f"another dtype reaches the kernel as raw bytes; `TORCH_CHECK({t}.scalar_type() == ..., ...)` or convert it first{also}.",
+            f"a tensor of another dtype is reinterpreted as `{scalar}`; `TORCH_CHECK({t}.scalar_type() == ..., ...)` or convert it first{also}.",
         )
