@@ -44,11 +44,11 @@ Guide: *Working with TensorIterators* — "`iter.tensor(0)` returns the whole te
 
 from __future__ import annotations
 
-import re
-
 from mpslint import hostflow as hf
 from mpslint.model import Fix, Severity
 from mpslint.rule import Rule
+from mpslint.semantic.expressions import strip_parens, walk
+from mpslint.semantic.model import semantic_model
 
 
 class WholeTensorInSubiterator(Rule):
@@ -64,57 +64,66 @@ class WholeTensorInSubiterator(Rule):
         hosts = ctx.project.hosts
         sub_callees = hf.subiter_callees(hosts)
         by_name = hf.functions_by_name(hosts)
+        model = semantic_model(ctx.project)
         for path in sorted(hosts):
             for fn in hosts[path].functions:
                 iters = hf.iter_params(fn)
                 if not iters or not (hf.splits(fn) or fn.name in sub_callees):
                     continue
-                yield from self._check_fn(ctx, path, fn, iters, by_name)
+                yield from self._check_fn(ctx, path, model.function(fn, hosts[path]), iters, by_name)
 
-    def _check_fn(self, ctx, path, fn, iters, by_name):
-        rx = hf.whole_tensor_rx(iters)
+    def _check_fn(self, ctx, path, fm, iters, by_name):
+        fn = fm.fn
         loops = hf.subiter_loops(fn)
-        al = hf.aliases(fn, rx)
-        alias_rx = re.compile(r"^(" + "|".join(map(re.escape, al)) + r")$") if al else None
+        iter_set = set(iters)
 
-        def whole(text: str) -> str | None:
-            t = text.strip()
-            if rx.fullmatch(t):
-                return t
-            if alias_rx and alias_rx.fullmatch(t):
-                return t
+        def is_iter(node, stmt) -> bool:
+            o, _ = fm.origin(node, stmt)  # `auto& it = iter;` is the iterator too
+            return o.kind == "id" and o.op in iter_set
+
+        def whole(node, stmt):
+            """``node`` holds a whole tensor of the iterator (`iter.output()`, or a local bound to one): its text."""
+            o, at = fm.origin(node, stmt)
+            if o.kind == "call" and o.op in hf.WHOLE_TENSOR_CALLS and o.receiver is not None and is_iter(o.receiver, at):
+                return o.text
             return None
 
-        # size-valued locals derived from a whole tensor: `auto n = out.numel();`
-        whole_sizes: dict[str, str] = {}
-        for d in fn.decls:
-            if d.init is not None and self._whole_size(d.init.text, rx, al):
-                whole_sizes[d.name] = d.init.text
+        def whole_size(node, stmt):
+            """A size of a whole tensor inside ``node`` (also through locals: `auto n = out.numel();`)."""
+            o, at = fm.origin(node, stmt)
+            for n in walk(o):
+                if n.kind == "call" and n.op in ("numel", "sizes", "strides", "size", "stride") and n.receiver is not None:
+                    if whole(n.receiver, at):
+                        return n.text if o is strip_parens(node) else f"{strip_parens(node).text} = {o.text}"
+                if n.kind == "id" and n is not o and n.op not in iter_set:
+                    got = whole_size(n, at) if fm.origin(n, at)[0] is not n else None
+                    if got:
+                        return f"{n.op} = {got}"
+            return None
+
         it = iters[0]
         for call in fn.calls:
             if hf.in_loop(fn, call.stmt, loops):
                 continue  # the split loop itself
             for arg in hf.bound_args(call):
-                w = whole(arg.text)
+                w = whole(arg.tree, call.stmt) if arg.tree is not None else None
                 if w:
                     yield ctx.finding(
                         self,
                         path,
                         arg.span,
-                        f"`{w}` is the whole tensor, not this sub-iterator's slice: binding it makes every 32-bit chunk "
-                        f"read/write the same prefix. Bind the operands with `bind_iter_tensors(encoder, {it})` instead.",
+                        f"`{arg.text}` is the whole tensor, not this sub-iterator's slice: binding it makes every 32-bit chunk "
+                        f"read/write the same prefix. Bind the operands with `bind_iter_tensors(encoder, {it})` instead."
+                        + ("" if w == arg.text else f" (`{arg.text}` is `{w}`.)"),
                     )
-            if call.name in ("setBuffer",) and call.args:
-                m = re.fullmatch(r"getMTLBufferStorage\((.*)\)", call.args[0].text)
-                if m and whole(m.group(1)):
-                    continue  # reported through getMTLBufferStorage
             for arg in hf.dispatch_size_args(call):
-                hit = self._whole_size(arg.text, rx, al)
-                var = next((v for v in whole_sizes if re.search(r"(?<![\w.])" + re.escape(v) + r"\b", arg.text)), None)
-                if hit or var:
-                    what = hit or f"{var} = {whole_sizes[var]}"
+                if arg.tree is None:
+                    continue
+                what = whole_size(arg.tree, call.stmt)
+                if what:
                     fix = None
-                    if hit and re.fullmatch(r".*\.\s*numel\s*\(\s*\)", arg.text) and arg.text == hit:
+                    n = strip_parens(arg.tree)
+                    if n.kind == "call" and n.op == "numel" and not n.args and what == n.text:
                         fix = Fix(f"Use `{it}.numel()`", (ctx.edit(path, arg.span.start, arg.span.end, f"{it}.numel()"),), "safe")
                     yield ctx.finding(
                         self,
@@ -126,7 +135,7 @@ class WholeTensorInSubiterator(Rule):
                     )
             # whole tensors handed to a helper that binds them
             for k, arg in enumerate(call.args):
-                w = whole(arg.text)
+                w = whole(arg.tree, call.stmt) if arg.tree is not None else None
                 if not w or call.name in hf.BINDERS or call.name == "getMTLBufferStorage":
                     continue
                 for _hpath, helper in by_name.get(call.name, []):
@@ -135,20 +144,10 @@ class WholeTensorInSubiterator(Rule):
                             self,
                             path,
                             arg.span,
-                            f"`{w}` (the whole tensor) is passed to `{call.name}`, which binds it to the encoder; on a "
+                            f"`{arg.text}` (the whole tensor) is passed to `{call.name}`, which binds it to the encoder; on a "
                             f"sub-iterator pass `{it}` and bind with `bind_iter_tensors` inside the helper.",
                         )
                         break
-
-    @staticmethod
-    def _whole_size(text: str, rx, al) -> str | None:
-        names = [rx.pattern]
-        for m in re.finditer(r"((?:" + rx.pattern + r")|[A-Za-z_]\w*)\s*(?:\.|->)\s*(numel|sizes|strides|size|stride)\s*\([^()]*\)(\s*\[[^\]]*\])?", text):
-            recv = m.group(1)
-            if rx.fullmatch(recv) or recv in al:
-                return m.group(0)
-        del names
-        return None
 
     @staticmethod
     def _binds(fn, name: str) -> bool:
