@@ -2,8 +2,9 @@
 ## What it does
 Flags the MPS stream's command buffer (`torch::mps::get_command_buffer()`,
 `stream->commandBuffer()`) taken outside the stream's serial queue and then encoded into inside a
-`dispatch_sync(queue, ^{ ... })` block: the command buffer is read into a local, or into a member
-(`env.commandBuffer = torch::mps::get_command_buffer();`), before the block that uses it runs.
+`dispatch_sync(queue, ^{ ... })` block: the command buffer is read into a local, with other work (a call
+that may run PyTorch ops) between the fetch and the block, or into a member
+(`env.commandBuffer = torch::mps::get_command_buffer();`) that a block encodes into later.
 
 ## Why is this bad?
 The stream's command buffer changes whenever PyTorch commits (a synchronize, a `.item()`, the
@@ -48,6 +49,9 @@ from mpslint.model import Severity
 from mpslint.rule import Rule
 
 
+_TRIVIAL = re.compile(r"get_dispatch_queue|queue|getCurrentMPSStream|get_command_buffer|commandBuffer|MTLSizeMake|TORCH_CHECK\w*|NSLog|device|MTLCreateSystemDefaultDevice")
+
+
 class CommandBufferOutsideQueue(Rule):
     code = "MPS114"
     name = "command-buffer-outside-queue"
@@ -71,8 +75,10 @@ class CommandBufferOutsideQueue(Rule):
                     if fm:
                         if fm.group(1) not in used_fields:
                             continue
-                    elif not self._used_in_queue(fn, name, span.start):
-                        continue
+                    else:
+                        use = self._used_in_queue(fn, name, span.start)
+                        if use is None or not self._work_between(fn, value.span.end, use):
+                            continue
                     yield ctx.finding(
                         self,
                         path,
@@ -83,9 +89,23 @@ class CommandBufferOutsideQueue(Rule):
                     )
 
     @staticmethod
-    def _used_in_queue(fn, name: str, after: int) -> bool:
+    def _used_in_queue(fn, name: str, after: int) -> int | None:
+        """Offset of the first statement inside a dispatch-queue block that mentions ``name`` after ``after``."""
         rx = re.compile(r"(?<![\w.>])" + re.escape(name) + r"\b")
-        return any(s.span.start > after and extflow.in_queue(s.blocks) and rx.search(s.text) for s in fn.stmts)
+        for s in fn.stmts:
+            if s.span.start > after and extflow.in_queue(s.blocks) and rx.search(s.text):
+                return s.span.start
+        return None
+
+    @staticmethod
+    def _work_between(fn, start: int, end: int) -> bool:
+        """Something that can run PyTorch work (and commit the stream) is called between the fetch and its use:
+        not just the queue, the stream or a size being looked up."""
+        for c in fn.calls:
+            if start <= c.span.start < end and not extflow.in_queue(c.blocks) and not _TRIVIAL.fullmatch(c.name):
+                if not (extflow.QUEUE_BLOCK.fullmatch(c.name) and c.span.end >= end):
+                    return True
+        return False
 
     @staticmethod
     def _fields_used_in_queue(hosts) -> set[str]:
