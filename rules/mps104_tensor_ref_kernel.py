@@ -45,6 +45,7 @@ import re
 from mpslint import hostflow as hf
 from mpslint.model import Severity
 from mpslint.rule import Rule
+from mpslint.semantic.model import semantic_model
 
 _ITER_BUILD = re.compile(r"TensorIterator\w*|nullary_op|unary_op|binary_op|add_output|add_owned_output|add_input|add_owned_input|add_const_input")
 
@@ -61,6 +62,7 @@ class TensorRefKernel(Rule):
     def check(self, ctx):
         hosts = ctx.project.hosts
         by_name = hf.functions_by_name(hosts)
+        model = semantic_model(ctx.project)
         # helper (path, name) -> {param index: (param, caller, argument text)}
         misuse: dict[tuple[str, str], dict[int, tuple]] = {}
         helpers: dict[tuple[str, str], object] = {}
@@ -70,14 +72,13 @@ class TensorRefKernel(Rule):
                 iters = hf.iter_params(fn)
                 if not iters:
                     continue
-                rx = hf.whole_tensor_rx(iters)
-                al = hf.aliases(fn, rx)
+                fm = model.function(fn, hosts[path])
                 for call in fn.calls:
                     if call.name in hf.BINDERS:
                         continue
                     for k, arg in enumerate(call.args):
                         t = arg.text.strip()
-                        if not (rx.fullmatch(t) or t in al):
+                        if arg.tree is None or not _iterator_operand(fm, arg.tree, call.stmt, set(iters)):
                             continue
                         for hpath, helper in by_name.get(call.name, []):
                             if k >= len(helper.params) or hf.iter_params(helper):
@@ -126,3 +127,12 @@ class TensorRefKernel(Rule):
                     f"`const_cast<{c.template}>` is used to build a TensorIterator; use "
                     f"`at::TensorIterator::borrowing_nullary_op(...)` (or a borrowing config) on the const tensor instead.",
                 )
+
+
+def _iterator_operand(fm, node, stmt: int, iters: set[str]) -> bool:
+    """``node`` holds a whole operand of one of ``iters`` (`iter.output()`, or a local bound to one)."""
+    o, at = fm.origin(node, stmt)
+    if o.kind != "call" or o.op not in hf.WHOLE_TENSOR_CALLS or o.receiver is None:
+        return False
+    r, _ = fm.origin(o.receiver, at)
+    return r.kind == "id" and r.op in iters

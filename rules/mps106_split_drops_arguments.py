@@ -42,6 +42,8 @@ import re
 from mpslint import hostflow as hf
 from mpslint.model import Fix, Severity
 from mpslint.rule import Rule
+from mpslint.semantic.expressions import int_literal, strip_parens
+from mpslint.semantic.model import semantic_model
 
 _LITERAL = re.compile(r"^(?:-?\d[\w.]*|true|false|nullptr|std::nullopt|c10::nullopt|\{\}|\"[^\"]*\")$")
 
@@ -70,6 +72,22 @@ class SplitDropsArguments(Rule):
                         continue
                     yield from self._check_call(ctx, path, fn, call)
 
+    @staticmethod
+    def _is_default(fm, stmt: int, arg, default: str) -> bool:
+        """The argument is a constant equal to the parameter's default (`0` for `= 0`, a `constexpr` holding
+        it, `false` for `= false`), not the parameter forwarded."""
+        n = strip_parens(arg.tree)
+        if n.kind == "id" and fm.scope.lookup(n.op, stmt) is not None and fm.scope.lookup(n.op, stmt).stmt < 0 and fm.scope.lookup(n.op, stmt).decl is not None:
+            return False  # a parameter: forwarded
+        if arg.text == default and _LITERAL.match(arg.text):
+            return True
+        lit = int_literal(default)
+        want = lit[0] if lit else {"true": 1, "false": 0}.get(default.strip())
+        if want is None:
+            return False
+        r = fm.range(n, stmt)
+        return r.lo == r.hi == want and fm.type_of(n, stmt).is_int
+
     def _check_call(self, ctx, path, fn, call):
         params = [p for p in fn.params if p.name and not p.type.strip().startswith("...")]
         if len(call.args) < len(params):
@@ -92,8 +110,9 @@ class SplitDropsArguments(Rule):
                     fix=fix,
                 )
             return
+        fm = semantic_model(ctx.project).function(fn, ctx.project.hosts.get(path))
         for k, (p, a) in enumerate(zip(params, call.args)):
-            if not p.default or not _LITERAL.match(a.text) or a.text != p.default:
+            if not p.default or a.tree is None or not self._is_default(fm, call.stmt, a, p.default):
                 continue
             fix = Fix(f"Forward `{p.name}`", (ctx.edit(path, a.span.start, a.span.end, p.name),), "unsafe")
             yield ctx.finding(
