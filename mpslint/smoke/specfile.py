@@ -433,7 +433,7 @@ def plan(entry: dict, decl: KernelDecl, bindings: dict, hook=None, large: bool =
             ref = Reference(ref.fn, ref.name, tolerances={**ref.tolerances, **tol})
         v.reference = ref
     elif any(_decl(decl, o.index).expect for o in outs):
-        v.reference = _expect_reference(decl, tensors, env, tol)
+        v.reference = _expect_reference(decl, tensors, env, tol, bindings)
     bufs = [BufferSpec(idx, data, len(data), read_back=any(o.index == idx for o in outs))
             for idx, data in sorted(datas.items())]
     if large:
@@ -455,14 +455,15 @@ def _decl(decl: KernelDecl, idx: int) -> BufferDecl:
     return next(b for b in decl.buffers if b.index == idx)
 
 
-def _expect_reference(decl: KernelDecl, tensors, env: dict, tol: dict):
+def _expect_reference(decl: KernelDecl, tensors, env: dict, tol: dict, bindings: dict):
     from .reference import Reference
     names = [b.name for b, _t in tensors]
     scalars = {k: v for k, v in env.items() if not hasattr(v, "shape")}
     outs = [b for b in decl.buffers if b.out]
 
     def fn(*initial):
-        scope = dict(scalars)
+        scope = dict(bindings)           # the name's placeholders ({T}, {K:...}) as strings
+        scope.update(scalars)
         scope.update(zip(names, initial))
         res = []
         for b in outs:
