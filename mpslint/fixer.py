@@ -2,6 +2,8 @@
 
 A fix is kept only if, after it is applied in memory,
   - the file re-parses with no more ERROR nodes than before,
+  - it introduces no name the fixed file cannot reach (mpslint.fixcheck / mpslint.names),
+  - a ``.metal`` file still compiles with the smoke host toolchain, when installed (no new errors),
   - re-linting no longer reports that finding,
 and the loop repeats until no fix applies, so a second ``--fix`` run changes nothing.
 Nothing is written here: the caller writes ``FixOutcome.texts`` (or prints a diff).
@@ -12,6 +14,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
+from . import fixcheck
 from .engine import LintOptions, LintResult, lint
 from .model import Edit, Finding
 
@@ -92,10 +95,23 @@ def fix(opts: LintOptions, unsafe: bool = False) -> FixOutcome:
                     picked.append(f)
             base_errors = _error_nodes(sources[path], before)
             for f in list(picked):  # a fix that breaks the parse on its own is refused
-                if _error_nodes(sources[path], apply_edits(before, list(f.fix.edits))) > base_errors:
+                alone = apply_edits(before, list(f.fix.edits))
+                why = None
+                if _error_nodes(sources[path], alone) > base_errors:
+                    why = "the fixed file would not parse cleanly"
+                else:
+                    missing = fixcheck.undeclared_names(before, f.fix.edits, alone, sources[path].kind)
+                    if missing:
+                        why = f"the fix writes {', '.join(f'`{n}`' for n in missing)}, which nothing the file includes declares"
+                if why:
                     picked.remove(f)
                     refused.add(_key(f, before))
-                    outcome.rejected.append((f, "the fixed file would not parse cleanly"))
+                    outcome.rejected.append((f, why))
+            if picked and sources[path].kind == "metal" and path in result.project.fs_paths:
+                for f, why in _compile_regressions(before, picked, result.project.fs_paths[path]):
+                    picked.remove(f)
+                    refused.add(_key(f, before))
+                    outcome.rejected.append((f, why))
             if not picked:
                 continue
             new_text = apply_edits(before, [e for f in picked for e in f.fix.edits])
@@ -117,6 +133,20 @@ def fix(opts: LintOptions, unsafe: bool = False) -> FixOutcome:
     outcome.texts = {p: t for p, t in texts.items() if p in outcome.original and t != outcome.original[p]}
     outcome.result = result
     return outcome
+
+
+def _compile_regressions(before: str, picked: list[Finding], fs_path: str) -> list[tuple[Finding, str]]:
+    """The fixes of one Metal file whose result adds a compile error (mpslint.fixcheck; nothing when the
+    host toolchain is missing): all of them applied first, then one by one only when that fails."""
+    combined = fixcheck.new_compile_errors(before, apply_edits(before, [e for f in picked for e in f.fix.edits]), fs_path)
+    if not combined:
+        return []
+    out = []
+    for f in picked:
+        alone = fixcheck.new_compile_errors(before, apply_edits(before, list(f.fix.edits)), fs_path)
+        if alone:
+            out.append((f, f"the fixed file would not compile: {alone[0]}"))
+    return out or [(f, f"the fixed file would not compile: {combined[0]}") for f in picked]
 
 
 def _error_nodes(src, text: str) -> int:

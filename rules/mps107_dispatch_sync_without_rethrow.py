@@ -33,7 +33,11 @@ dispatch_sync_with_rethrow(stream->queue(), ^() {
 ## How to fix
 Replace `dispatch_sync` with `dispatch_sync_with_rethrow` (the automatic fix does this; it is safe: the
 two take the same arguments and behave the same when nothing throws), or move the throwing calls
-before the block. Not flagged: blocks that only encode (bind, dispatch, profile),
+before the block. The fix writes the name the file can reach: plain `dispatch_sync_with_rethrow` where
+`ATen/native/mps/OperationUtils.h` (which says `using namespace at::mps;`), `using namespace at::mps` or
+`namespace at::mps {` makes it visible; elsewhere (an out-of-tree extension that includes only
+`<torch/extension.h>`) the qualified `at::mps::dispatch_sync_with_rethrow`, adding
+`#include <ATen/mps/MPSStream.h>`, which declares it, when the file does not include it. Not flagged: blocks that only encode (bind, dispatch, profile),
 `TORCH_INTERNAL_ASSERT_DEBUG_ONLY`, which is compiled out of release builds, and a throw under the
 `default:` of a `switch` whose `case` labels name every enumerator of a project enum (a guard against a
 corrupt value, such as a profiler's "invalid info type" check, not a path any valid value takes).
@@ -46,6 +50,8 @@ from __future__ import annotations
 import re
 
 from mpslint import hostflow as hf
+from mpslint import names
+from mpslint.fixedits import include_edit
 from mpslint.model import Fix, Severity
 from mpslint.rule import Rule
 
@@ -55,6 +61,7 @@ _THROWS = re.compile(
     r"(?!set|new)\w*PipelineState)$"  # lerpTensorPipelineState, renormPipelineState: per-file pipeline caches that TORCH_CHECK
 )
 _THROW_STMT = re.compile(r"^throw\b")
+_RETHROW = "at::mps::dispatch_sync_with_rethrow"
 # encoding helpers whose only throw is a guard against CPU tensors: not worth an abort report
 _QUIET = {"mtl_setArgs", "mtl_setArg", "mtl_setBuffer", "mtl_setBytes", "bind_iter_tensors", "mtl_dispatch1DJob", "mtl_dispatch2DJob", "mtl_dispatch3DJob"}
 
@@ -118,16 +125,25 @@ class DispatchSyncWithoutRethrow(Rule):
                     if why is None:
                         continue
                     start = text.find("dispatch_sync", call.span.start, call.span.end)
+                    scope = names.scope_of(text, [i.header for i in hosts[path].includes])
+                    name = names.spelling(_RETHROW, scope)  # unqualified only where the file reaches it so
+                    header = names.DECLARES[_RETHROW]
+                    add_include = not scope.declares(_RETHROW)
                     fix = None
                     if start >= 0:
                         end = start + len("dispatch_sync")
-                        fix = Fix("Use `dispatch_sync_with_rethrow`", (ctx.edit(path, start, end, "dispatch_sync_with_rethrow"),), "safe")
+                        edits = [ctx.edit(path, start, end, name)]
+                        if add_include:
+                            edits.insert(0, include_edit(ctx, path, hosts[path].includes, header))
+                        note = f" and include <{header}>" if add_include else ""
+                        fix = Fix(f"Use `{name}`{note}", tuple(edits), "safe")
+                    where = f" (declared in <{header}>, which this file does not include yet)" if add_include else ""
                     yield ctx.finding(
                         self,
                         path,
                         call.span if start < 0 else ctx.project.sources[path].index.span(start, start + len("dispatch_sync")),
                         f"the `dispatch_sync` block can throw ({why}); a C++ exception cannot cross the block and "
-                        f"terminates the process. Use `dispatch_sync_with_rethrow`, which rethrows on the caller.",
+                        f"terminates the process. Use `{name}`{where}, which rethrows on the caller.",
                         fix=fix,
                     )
 

@@ -35,7 +35,13 @@ Call `at::ceil_div(a, b)` on the host and `c10::metal::ceil_div(a, b)` in Metal 
 operands have the same known type, or one is an unsuffixed integer literal and the other has a known
 type at least as wide as `int` (it then writes `ceil_div<T>(a, b)`, which computes in the same type
 as the original expression). Otherwise the fix is offered as *unsafe*: `ceil_div` deduces one type
-from both arguments, so mixed types fail to compile until you cast one of them. Macro definitions
+from both arguments, so mixed types fail to compile until you cast one of them (the message says so
+instead of suggesting a call that does not compile). The fix adds `#include <ATen/ceil_div.h>` (host;
+neither `OperationUtils.h` nor `<torch/extension.h>` brings it) or `#include <c10/metal/common.h>`
+(Metal; `utils.h`, `indexing.h` and `error.h` bring it) when the file does not include it; in Metal
+embedded in a host string it is offered only when the string already reaches the header.
+A PyTorch convention: not applied in out-of-tree extensions (`docs/extensions.md`), whose kernels do not
+have `c10/metal/common.h` on their include path. Macro definitions
 and the definitions of ceil-div helpers themselves (`ceil_div`, `ceildiv`, `div_up`, `round_up`) are not flagged.
 
 Guide: *Working with TensorIterators* — "Use `ceil_div`".
@@ -45,6 +51,8 @@ from __future__ import annotations
 
 import re
 
+from mpslint import names
+from mpslint.fixedits import include_edit
 from mpslint.masking import _skip_regions
 from mpslint.model import Fix, Severity
 from mpslint.rule import Rule
@@ -257,7 +265,7 @@ class ManualCeilDiv(Rule):
             if fn is not None and re.fullmatch(r"(?i)ceil_?div(?:_up)?|round_?up|div_?up", fn.name.split("::")[-1]):
                 continue
             dividend, div_text = hit
-            yield self._report(ctx, path, a_abs, b_abs, dividend, div_text, metal, using, fn)
+            yield self._report(ctx, path, a_abs, b_abs, dividend, div_text, metal, using, fn, (start, end))
 
     @staticmethod
     def _ceil_div(group: str, divisor: str) -> tuple[str, str] | None:
@@ -325,8 +333,13 @@ class ManualCeilDiv(Rule):
             return None
         return typ
 
-    def _report(self, ctx, path, a, b, dividend, divisor, metal, using, fn):
-        func = ("ceil_div" if using else "c10::metal::ceil_div") if metal else "at::ceil_div"
+    def _report(self, ctx, path, a, b, dividend, divisor, metal, using, fn, piece):
+        qualified = "c10::metal::ceil_div" if metal else "at::ceil_div"
+        lo, hi = piece
+        text = ctx.text(path)
+        scope = names.scope_of(text[lo:hi])
+        func = "ceil_div" if metal and using else qualified  # qualified unless `using namespace c10::metal`
+        header = names.DECLARES[qualified]
         ta, tb = self._type_of(dividend, fn, metal), self._type_of(divisor, fn, metal)
         applicability, targ = "unsafe", ""
         if ta and tb and ta == tb:
@@ -336,13 +349,26 @@ class ManualCeilDiv(Rule):
             if other in _WIDE:
                 applicability, targ = "safe", f"<{other}>"
         new = f"{func}{targ}({dividend}, {divisor})"
-        fix = Fix(f"Use `{func}`", (ctx.edit(path, a, b, new),), applicability)
-        header = "<c10/metal/common.h>" if metal else "<ATen/ceil_div.h>"
-        original = re.sub(r"\s+", " ", ctx.text(path)[a:b])
+        edits = [ctx.edit(path, a, b, new)]
+        embedded = lo > 0 or ctx.project.sources[path].kind != ("metal" if metal else "host")
+        fix = None
+        if scope.declares(qualified):
+            fix = Fix(f"Use `{func}`", tuple(edits), applicability)
+        elif not embedded:  # the header is added where the file's includes are; not inside a string
+            hf = ctx.project.hosts.get(path)
+            edits.insert(0, include_edit(ctx, path, hf.includes if hf is not None and not metal else None, header, lo, hi))
+            fix = Fix(f"Use `{func}` and include <{header}>", tuple(edits), applicability)
+        original = re.sub(r"\s+", " ", text[a:b])
+        if applicability == "safe":
+            advice = f"use `{new}` from <{header}>."
+        else:
+            kinds = f" (`{ta}` and `{tb}`)" if ta and tb else ""
+            advice = (f"use `{func}({dividend}, {divisor})` from <{header}> once both operands have one type{kinds}: "
+                      f"it deduces a single type, so mixed operands do not compile (cast one, or write `{func}<T>(...)`).")
         return ctx.finding(
             self,
             path,
             ctx.project.sources[path].index.span(a, b),
-            f"`{original}` is a hand-written ceiling division; use `{func}({dividend}, {divisor})` from {header}.",
+            f"`{original}` is a hand-written ceiling division; {advice}",
             fix=fix,
         )

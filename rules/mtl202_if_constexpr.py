@@ -6,9 +6,12 @@ guarded by `#if __METAL_VERSION__ >= 400` (Metal 4 only) is not flagged, nor is 
 shared header (`#ifndef __METAL__`), comments, strings or the `IF_CONSTEXPR` macro's own definition.
 
 ## Why is this bad?
-`if constexpr` is C++17; Metal 4 has it, Metal 3 does not. PyTorch builds its kernels for Metal 3
-devices too, where the shader fails to compile ("expected '(' after 'if'") and every op of that
-library fails at run time with a pipeline-creation error, on exactly the machines CI does not have.
+`if constexpr` is C++17. Metal 4 has it; Metal 3.x compilers accept it as an extension, with a
+warning, and older or stricter toolchains reject it. PyTorch's own kernels are built for Metal 3 and
+Metal 4 devices alike and spell it `if IF_CONSTEXPR (...)` (`<c10/metal/common.h>`), so the build
+stays warning-free and the code states which branch is meant to be constant. This is PyTorch's
+portability convention: the rule applies only inside PyTorch (out-of-tree kernels do not have
+`c10/metal/common.h` on their include path; see `docs/extensions.md`).
 
 ## Example
 ```metal
@@ -37,10 +40,12 @@ inline T load_scalar(constant T* p) {
 still folds the constant branch. Both arms must then compile for every `T`.
 
 ## How to fix
-Write `if IF_CONSTEXPR (` and include `<c10/metal/common.h>` (`utils.h`, `indexing.h`, `error.h`
-and `special_math.h` include it too). The automatic fix does both. If the branch relies on the
-discarded arm not being compiled (it uses members only some `T` have), restructure it with an
-overload or `enable_if_t` instead.
+Write `if IF_CONSTEXPR (` and include `<c10/metal/common.h>` (`utils.h`, `indexing.h` and `error.h`
+include it too). The automatic fix does both, and is *unsafe*: on Metal 3 `IF_CONSTEXPR` is empty,
+the branch becomes a plain `if`, and the arm that `if constexpr` discarded is compiled for every `T`;
+when it uses members only some `T` have, the rewritten kernel no longer compiles (the fixer compiles a
+fixed `.metal` file with the smoke host toolchain, when installed, and refuses such a fix). Restructure
+such a branch with an overload or `enable_if_t` instead.
 
 Guide: *Working with TensorIterators* — "`IF_CONSTEXPR` for Metal 3/4 portability".
 """
@@ -66,8 +71,8 @@ class IfConstexpr(Rule):
     name = "if-constexpr"
     severity = Severity.ERROR
     scope = "metal"
-    summary = "`if constexpr` in Metal code: Metal 3 lacks it, use `if IF_CONSTEXPR (...)`"
-    fixable = "safe"
+    summary = "`if constexpr` in PyTorch's Metal code: its portability convention is `if IF_CONSTEXPR (...)`"
+    fixable = "unsafe"
     guide = "Working with TensorIterators: IF_CONSTEXPR for Metal 3/4 portability"
     contexts = ("pytorch",)  # a PyTorch convention (mpslint.context)
 
@@ -86,21 +91,22 @@ class IfConstexpr(Rule):
                 if metal4_only(conds) or host_only(conds):
                     continue
                 if not include_known:
-                    include_edit, safe = self._include_edit(ctx, src)
+                    include_edit, _single_line = self._include_edit(ctx, src)
                     include_known = True
                 start, end = src.base + m.start(), src.base + m.end()
                 edits = [ctx.edit(src.path, src.base + m.start(2), src.base + m.end(2), "IF_CONSTEXPR")]
                 if include_edit is not None:
                     edits.insert(0, include_edit)
                 note = "" if include_edit is None else f" and add `{_COMMON}`"
-                fix = Fix(f"Use `if IF_CONSTEXPR (`{note}", tuple(edits), "safe" if safe else "unsafe")
+                # unsafe always: on Metal 3 IF_CONSTEXPR is empty and the discarded arm gets compiled
+                fix = Fix(f"Use `if IF_CONSTEXPR (`{note}", tuple(edits), "unsafe")
                 yield ctx.finding(
                     self,
                     src.path,
                     ctx.project.sources[src.path].index.span(start, end),
-                    "`if constexpr` does not compile on Metal 3 (it is C++17, Metal 4 only); write "
-                    f"`if IF_CONSTEXPR (...)` with `{_COMMON}` included, or guard the code with "
-                    "`#if __METAL_VERSION__ >= 400`.",
+                    "`if constexpr` is C++17: Metal 3.x accepts it only with a warning (Metal 4 natively); PyTorch's "
+                    f"kernels write `if IF_CONSTEXPR (...)` with `{_COMMON}` included, a plain `if` on Metal 3, so "
+                    "both arms must then compile for every type; or guard the code with `#if __METAL_VERSION__ >= 400`.",
                     fix=fix,
                 )
 

@@ -103,8 +103,10 @@ def test_config_rejects_unknown_context(tmp_path):
         load_config(tmp_path / "pyproject.toml")
 
 
-def test_statistics_say_what_was_detected():
-    r = CliRunner().invoke(main, ["check", "--isolated", "--no-cache", "--select", "ALL", "--statistics", str(FIXTURES / "ext")], catch_exceptions=False)
+def test_statistics_say_what_was_detected(tmp_path):
+    for name in ("ctx_ops.mm", "ctx_kernels.metal"):
+        shutil.copy(FIXTURES / "ext/my_ext/csrc" / name, tmp_path / name)
+    r = CliRunner().invoke(main, ["check", "--isolated", "--no-cache", "--select", "ALL", "--statistics", str(tmp_path)], catch_exceptions=False)
     assert "Context (where each linted file lives" in r.output
     assert "extension: 2 files (includes <torch/extension.h>: 1, no signal; the project's files are mostly extension: 1)" in r.output
     assert "pytorch:" not in r.output.split("Context (")[1]

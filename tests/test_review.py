@@ -18,17 +18,10 @@ from ._integration_helpers import chdir, commit_all, git, init_repo
 TOKEN = "ghs_s3cr3t-t0ken-value"
 BAD = "  const uint32_t n = static_cast<uint32_t>(in.numel());\n"
 IMPLICIT = "  uint32_t rows = in.size(0);\n"
-METAL = (
-    "#include <metal_stdlib>\nusing namespace metal;\n\ntemplate <typename T>\nT f(T x) {\n"
-    "  if constexpr (sizeof(T) == 8) {\n    return x;\n  }\n  return x + 1;\n}\n"
+HOST = (
+    "#include <torch/extension.h>\n\nvoid k(dispatch_queue_t q, const at::Tensor& t) {\n"
+    "  dispatch_sync(q, ^() {\n    TORCH_CHECK(t.dim() > 0, \"k: a scalar\");\n  });\n}\n"
 )
-
-
-def pytorch_checkout(repo):
-    """Make ``repo`` look like a PyTorch checkout (mpslint.context), where MTL202's convention applies;
-    empty directories, so git sees no change."""
-    for d in ("aten/src/ATen", "c10"):
-        (repo / d).mkdir(parents=True, exist_ok=True)
 
 
 class FakeGitHub:
@@ -116,7 +109,6 @@ def pr_repo(tmp_path):
     """main: Op.mm with one old finding (line 14). topic: two new findings near the top, a new Metal file."""
     repo = init_repo(tmp_path / "repo")
     (repo / "mps").mkdir()
-    pytorch_checkout(repo)
     lines = body_lines()
     (repo / "mps/Op.mm").write_text("".join(lines))
     commit_all(repo, "base")
@@ -124,14 +116,14 @@ def pr_repo(tmp_path):
     lines.insert(2, BAD.replace(" n ", " added "))  # line 3, a safe fix
     lines.insert(3, IMPLICIT)  # line 4, no fix
     (repo / "mps/Op.mm").write_text("".join(lines))
-    (repo / "mps/K.metal").write_text(METAL)
+    (repo / "mps/K.mm").write_text(HOST)
     head = commit_all(repo, "topic")
     return repo, head
 
 
 def invoke(repo, *args, env=None):
     with chdir(repo):
-        return CliRunner(env=env).invoke(main, ["review", "--isolated", "--select", "MPS102,MTL202", "--base", "main", *args, "."])
+        return CliRunner(env=env).invoke(main, ["review", "--isolated", "--select", "MPS102,MPS107", "--base", "main", *args, "."])
 
 
 def test_payload_comments_only_inside_hunks(pr_repo):
@@ -142,40 +134,41 @@ def test_payload_comments_only_inside_hunks(pr_repo):
     assert payload["commit_id"] == head and payload["event"] == "COMMENT"
     by_line = {(c["path"], c["line"]): c for c in payload["comments"]}
     # line 16 (the old finding, moved down) is outside the hunk and existed at the merge base: not mentioned
-    assert set(by_line) == {("mps/Op.mm", 3), ("mps/Op.mm", 4), ("mps/K.metal", 6)}
+    assert set(by_line) == {("mps/Op.mm", 3), ("mps/Op.mm", 4), ("mps/K.mm", 4)}
     assert all(c["side"] == "RIGHT" for c in payload["comments"])
     sugg = by_line[("mps/Op.mm", 3)]["body"]
     assert '```suggestion\n  const uint32_t added = c10::checked_convert<uint32_t>(in.numel(), "uint32_t");\n```' in sugg
     assert "suggestion" not in by_line[("mps/Op.mm", 4)]["body"]  # no safe fix, no suggestion
     # a fix touching lines 1 and 6 of a new file: one multi-line suggestion over the contiguous range
-    metal = by_line[("mps/K.metal", 6)]
-    assert metal["start_line"] == 1 and metal["start_side"] == "RIGHT"
-    expected = METAL.replace("if constexpr", "if IF_CONSTEXPR").replace("<metal_stdlib>\n", "<metal_stdlib>\n#include <c10/metal/common.h>\n")
-    new_lines = "".join(expected.splitlines(keepends=True)[:7])
-    assert f"```suggestion\n{new_lines}```" in metal["body"]
+    # a fix touching lines 1 and 4 of a new file (MPS107 adds the header that declares the name it writes):
+    # one multi-line suggestion over the contiguous range
+    host = by_line[("mps/K.mm", 4)]
+    assert host["start_line"] == 1 and host["start_side"] == "RIGHT"
+    expected = HOST.replace("dispatch_sync(", "at::mps::dispatch_sync_with_rethrow(").replace("<torch/extension.h>\n", "<torch/extension.h>\n#include <ATen/mps/MPSStream.h>\n")
+    new_lines = "".join(expected.splitlines(keepends=True)[:5])
+    assert f"```suggestion\n{new_lines}```" in host["body"]
     fps = [MARK_RE.search(c["body"]).group(1) for c in payload["comments"]]
     assert len(set(fps)) == 3
     body = payload["body"]
     assert body.startswith(SUMMARY_MARKER)
-    assert "3 new findings on changed lines (3 error), 2 with a suggested fix" in body
-    assert "| MPS102 | 2 |" in body and "| MTL202 | 1 |" in body
+    assert "3 new findings on changed lines (2 error, 1 warning), 2 with a suggested fix" in body  # MPS102 grades `in.size(0)` a warning
+    assert "| MPS102 | 2 |" in body and "| MPS107 | 1 |" in body
     assert "mps/Op.mm:16" not in body and "outside the diff" not in body
 
 
 def test_suggestion_not_offered_when_the_fix_leaves_the_hunk(tmp_path):
-    # the Metal fix inserts an #include at line 1, far above a changed `if constexpr` on line 30
+    # the MPS107 fix inserts an #include after line 1, far above a changed `dispatch_sync` on line 29
     repo = init_repo(tmp_path / "repo")
     (repo / "mps").mkdir()
-    pytorch_checkout(repo)
     pad = "".join(f"// line {i}\n" for i in range(25))
-    (repo / "mps/K.metal").write_text(METAL.replace("using namespace metal;\n", "using namespace metal;\n" + pad).replace("  if constexpr (sizeof(T) == 8) {\n", "  if (true) {\n"))
+    (repo / "mps/K.mm").write_text(HOST.replace("extension.h>\n", "extension.h>\n" + pad).replace("  dispatch_sync(q", "  dispatch_async(q"))
     commit_all(repo, "base")
     git(repo, "checkout", "-q", "-b", "topic")
-    (repo / "mps/K.metal").write_text(METAL.replace("using namespace metal;\n", "using namespace metal;\n" + pad))
+    (repo / "mps/K.mm").write_text(HOST.replace("extension.h>\n", "extension.h>\n" + pad))
     commit_all(repo, "topic")
     payload = json.loads(invoke(repo).stdout)
     (c,) = payload["comments"]
-    assert c["line"] == 31 and "start_line" not in c and "suggestion" not in c["body"]
+    assert c["line"] == 29 and "start_line" not in c and "suggestion" not in c["body"]
 
 
 @pytest.fixture
