@@ -144,7 +144,7 @@ def metal_facts(path: str, text: str, index: LineIndex, base: int = 0, embedded:
     clean = strip_comments(text)
     kernels = [_kernel(fn) for fn in cpp.functions if _is_kernel(fn)]
     defs = defines(clean)
-    regs = _registrations(clean, defs, index, base)
+    regs = _resolve_typedefs(_registrations(clean, defs, index, base, frozenset(cpp.typedefs)), cpp.typedefs)
     return MetalFacts(
         path=path,
         base=base,
@@ -162,6 +162,23 @@ def metal_facts(path: str, text: str, index: LineIndex, base: int = 0, embedded:
         constants=cpp.constants,
         includes=re.findall(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', clean, re.M),
     )
+
+
+def _resolve_typedefs(regs: list[Registration], typedefs: dict[str, str]) -> list[Registration]:
+    """Registrations name dtypes through the file's aliases (`typedef bfloat bfloat16_t;`): give the Metal type."""
+    if not typedefs:
+        return regs
+    from dataclasses import replace
+
+    from ..semantic.types import parse_type
+
+    def canon(name: str) -> str:
+        if name not in typedefs:
+            return name
+        t = parse_type(name, typedefs)
+        return t.name if t.name in METAL_TO_TORCH else ""
+
+    return [replace(r, dtype=canon(r.dtype), out_dtype=canon(r.out_dtype)) if r.dtype in typedefs or r.out_dtype in typedefs else r for r in regs]
 
 
 def _is_kernel(fn: Function) -> bool:
@@ -185,7 +202,7 @@ def _kernel(fn: Function) -> Kernel:
     return k
 
 
-def _registrations(clean: str, defs: dict[str, Define], index: LineIndex, base: int) -> list[Registration]:
+def _registrations(clean: str, defs: dict[str, Define], index: LineIndex, base: int, aliases=frozenset()) -> list[Registration]:
     conds = Conditions(clean)
     out: list[Registration] = []
     define_spans = [(d.start, d.end) for d in defs.values()]
@@ -198,7 +215,7 @@ def _registrations(clean: str, defs: dict[str, Define], index: LineIndex, base: 
         if inside_define(inv.start) or _NOT_REGISTRATION.fullmatch(inv.name):
             continue
         span = index.span(base + inv.start, base + inv.end)
-        found = _expand_registration(inv.name, inv.args, defs, 0)
+        found = _expand_registration(inv.name, inv.args, defs, 0, aliases)
         for family_macro, op, dt_in, dt_out, host_names, kernel in found:
             out.append(
                 Registration(
@@ -219,7 +236,7 @@ def _registrations(clean: str, defs: dict[str, Define], index: LineIndex, base: 
             continue
         hn = concat_strings(m.group("hn"))
         fn = m.group("fn").split("::")[-1]
-        dt = _first_metal_type(m.group("targs"))
+        dt = _first_metal_type(m.group("targs"), aliases)
         out.append(
             Registration(
                 op=fn,
@@ -236,14 +253,15 @@ def _registrations(clean: str, defs: dict[str, Define], index: LineIndex, base: 
     return out
 
 
-def _first_metal_type(targs: str) -> str:
+def _first_metal_type(targs: str, aliases=frozenset()) -> str:
+    """The first Metal scalar type among template arguments, or a file alias of one (resolved later)."""
     for tok in re.split(r"[\s,<>]+", targs):
-        if tok in METAL_TO_TORCH:
+        if tok in METAL_TO_TORCH or tok in aliases:
             return tok
     return ""
 
 
-def _expand_registration(name: str, args: tuple[str, ...], defs: dict[str, Define], depth: int):
+def _expand_registration(name: str, args: tuple[str, ...], defs: dict[str, Define], depth: int, aliases=frozenset()):
     """Yield (family macro, op, input dtype, output dtype, host names, kernel) for one invocation."""
     if depth > 8:
         return []
@@ -253,11 +271,11 @@ def _expand_registration(name: str, args: tuple[str, ...], defs: dict[str, Defin
         for inv in invocations(body, re.compile(r"[A-Z][A-Z0-9_]*")):
             if _NOT_REGISTRATION.fullmatch(inv.name):
                 continue
-            results.extend(_expand_registration(inv.name, inv.args, defs, depth + 1))
+            results.extend(_expand_registration(inv.name, inv.args, defs, depth + 1, aliases))
         for m in _HOST_NAME_INST.finditer(body):
             hn = concat_strings(m.group("hn"))
             fn = m.group("fn").split("::")[-1]
-            dt = _first_metal_type(m.group("targs"))
+            dt = _first_metal_type(m.group("targs"), aliases)
             results.append(("template", fn, dt, dt, [hn] if hn else [], fn))
         return results
     if name in KNOWN_FAMILIES and len(args) >= 2:
