@@ -183,6 +183,10 @@ _TABLE: dict[str, Reference] = {
     "addcmul": Reference(lambda a, b, c, **_: _t().addcmul(a, b, c), name="torch.addcmul"),
     "addcdiv": Reference(lambda a, b, c, **_: _t().addcdiv(a, b, c), name="torch.addcdiv", nonzero=(2,)),
     "where": None,
+    # ---- named references of TOML launch specs (mpslint/smoke/specs): fn(*initial buffers) -> (outputs,)
+    "adaptive_avg_pool2d_backward": Reference(
+        lambda g, grad_in, **_: (_t().ops.aten._adaptive_avg_pool2d_backward(g.double(), grad_in.double())
+                                 .to(g.dtype),), name="aten._adaptive_avg_pool2d_backward"),
 }
 _TABLE = {k: v for k, v in _TABLE.items() if v is not None}
 
