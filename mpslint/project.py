@@ -294,7 +294,8 @@ def build_graph(project: Project) -> DispatchGraph:
         for sc in project.pythons[path].shader_calls:
             node = graph.add(f"impl:{path}:{sc.function}", "impl", path=path, name=sc.function, span=sc.span, mpsgraph=False, origin="python", function=None)
             kid = f"kref:{path}:{sc.span.start}"
-            graph.add(kid, "kref", ref=KernelRef("host_name", re.escape(sc.kernel), sc.kernel, True, sc.function, sc.span, "compile_shader"), path=path)
+            pattern = sc.pattern or re.escape(sc.kernel)
+            graph.add(kid, "kref", ref=KernelRef("host_name", pattern, sc.kernel, not sc.pattern, sc.function, sc.span, "compile_shader"), path=path)
             graph.link(node, kid, "launches")
     # Metal ops and kernels
     for mf in project.all_metal():

@@ -146,3 +146,36 @@ def test_compile_shader_calls_link_to_their_kernels(tmp_path):
     links = describe_links(graph)
     assert [(e["function"], e["line"], [k["name"] for k in e["kernels"]]) for e in links] == [
         ("run", 9, ["add_one"]), ("run", 10, ["add_one"]), ("run", 11, [])]
+
+
+def test_compile_shader_library_getter_prefixes_and_imported_sources(tmp_path):
+    shaders = tmp_path / "shaders_src.py"
+    shaders.write_text(
+        'ROW_SOURCE = r"""\n#include <metal_stdlib>\nusing namespace metal;\n'
+        'kernel void rows_f32(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) { x[i] = 0; }\n'
+        'kernel void rows_f16(device half* x [[buffer(0)]], uint i [[thread_position_in_grid]]) { x[i] = 0; }\n"""\n'
+        'NOT_METAL = "kernel void is just words here"\n'
+    )
+    ops = tmp_path / "ops.py"
+    ops.write_text(
+        "import torch\n"
+        "_LIB = None\n"
+        "def _library():\n"
+        "    global _LIB\n"
+        "    if _LIB is None:\n"
+        "        from shaders_src import ROW_SOURCE\n"
+        "        _LIB = torch.mps.compile_shader(ROW_SOURCE)\n"
+        "    return _LIB\n"
+        "def suffix(t):\n"
+        '    return "_f16" if t == torch.float16 else "_f32"\n'
+        "def rows(x):\n"
+        "    lib = _library()\n"
+        '    getattr(lib, "rows" + suffix(x.dtype))(x, threads=x.numel())\n'
+        '    getattr(lib, f"rows_{x.dtype}")(x)\n'
+        "    _library().rows_f32(x)\n"
+    )
+    project = lint(LintOptions(paths=[str(ops), str(shaders)], select=["DSP"])).project
+    assert len(project.metals[str(shaders)]) == 1  # ROW_SOURCE reads like Metal, NOT_METAL does not
+    links = describe_links(project.graph)
+    got = [(e["line"], e["name"], [k["name"] for k in e["kernels"]]) for e in links]
+    assert got == [(13, "rows…", ["rows_f16", "rows_f32"]), (14, "rows_…", ["rows_f16", "rows_f32"]), (15, "rows_f32", ["rows_f32"])]

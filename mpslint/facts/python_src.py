@@ -23,11 +23,13 @@ class XfailEntry:
 
 @dataclass(frozen=True)
 class ShaderCall:
-    """``lib.add_one(x, threads=n)`` on a library from ``torch.mps.compile_shader``: a kernel asked for by name."""
+    """``lib.add_one(x, threads=n)`` / ``getattr(lib, "add_" + suffix)`` on a library from
+    ``torch.mps.compile_shader``: a kernel asked for by name."""
 
-    kernel: str
+    kernel: str  # the literal name, or its literal prefix
     function: str  # the enclosing Python function ("<module>" at top level)
-    span: Span  # the attribute name
+    span: Span  # the attribute name, or the name expression
+    pattern: str = ""  # regex over kernel names ("" when ``kernel`` is the whole name)
 
 
 @dataclass
@@ -99,8 +101,24 @@ def python_facts(path: str, text: str, index: LineIndex) -> PythonFacts:
                 if m:
                     q = m.group(1)
                     facts.shaders.append((a + m.end(), b - len(q)))
+    # Metal kept in module-level strings for another module to compile (`from ._shaders import SRC`;
+    # `torch.mps.compile_shader(SRC)`): a string that reads like Metal is linted as Metal too
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            if not _LOOKS_METAL.search(node.value.value):
+                continue
+            arg = node.value
+            a = off(arg.lineno, arg.col_offset)
+            b = off(arg.end_lineno, arg.end_col_offset)
+            m = _QUOTE.match(text, a, b)
+            if m and (m.end(), b - len(m.group(1))) not in facts.shaders:
+                facts.shaders.append((m.end(), b - len(m.group(1))))
     _shader_calls(tree, facts, off, index)
     return facts
+
+
+_LOOKS_METAL = re.compile(r"\bkernel\s+void\b[^;{]*\[\[|#include\s*<metal_stdlib>")
+_QUOTE = re.compile(r"[rRbBuUfF]*('''|\"\"\"|'|\")")
 
 
 def _is_compile_shader(node) -> bool:
@@ -110,40 +128,86 @@ def _is_compile_shader(node) -> bool:
     return (isinstance(f, ast.Attribute) and f.attr == "compile_shader") or (isinstance(f, ast.Name) and f.id == "compile_shader")
 
 
-def _shader_calls(tree, facts: PythonFacts, off, index: LineIndex) -> None:
-    """Kernel launches through a ``compile_shader`` library: ``lib = torch.mps.compile_shader(src); lib.k(...)``,
-    also ``self.lib = ...`` and ``getattr(lib, "k")``; names are per scope (module or function)."""
-    scopes = [("<module>", tree)] + [(n.name, n) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    libs_module: set[str] = set()
+def _name_pattern(node) -> tuple[str, str] | None:
+    """A kernel-name expression -> (literal prefix, regex): ``"k_" + suffix(t)``, ``f"k_{t}"``, a constant."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value, re.escape(node.value)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _name_pattern(node.left), _name_pattern(node.right)
+        if left is None:
+            return None
+        return left[0], left[1] + (right[1] if right is not None and right[1] == re.escape(right[0]) else r"\w*")
+    if isinstance(node, ast.JoinedStr) and node.values:
+        lit, rx, head = "", "", True
+        for v in node.values:
+            if isinstance(v, ast.Constant) and isinstance(v.value, str):
+                rx += re.escape(v.value)
+                lit += v.value if head else ""
+            else:
+                rx += r"\w*"
+                head = False
+        return lit, rx
+    return None
+
+
+def _target_name(t) -> str | None:
+    if isinstance(t, ast.Name):
+        return t.id
+    if isinstance(t, ast.Attribute):
+        return "." + t.attr
+    return None
+
+
+def _shader_libraries(tree) -> tuple[set[str], set[str]]:
+    """Names holding a ``compile_shader`` library (``_LIB = torch.mps.compile_shader(src)``, ``self.lib = ...``)
+    and the functions returning one (``def _get_library(): ...; return _LIB``)."""
+    libs: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and _is_compile_shader(node.value):
-            for t in node.targets:
-                if isinstance(t, ast.Name):
-                    libs_module.add(t.id)
-                elif isinstance(t, ast.Attribute):
-                    libs_module.add("." + t.attr)
-    if not libs_module:
+            libs.update(n for n in map(_target_name, node.targets) if n)
+    getters: set[str] = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for r in ast.walk(fn):
+                if isinstance(r, ast.Return) and r.value is not None and (_is_compile_shader(r.value) or _target_name(r.value) in libs):
+                    getters.add(fn.name)
+    return libs, getters
+
+
+def _shader_calls(tree, facts: PythonFacts, off, index: LineIndex) -> None:
+    """Kernel launches through a ``compile_shader`` library: ``lib = torch.mps.compile_shader(src); lib.k(...)``,
+    also ``self.lib = ...``, a function returning the library (``lib = _get_library()``) and
+    ``getattr(lib, "k" + suffix)``; names are per scope (module or function)."""
+    scopes = [("<module>", tree)] + [(n.name, n) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    libs_module, getters = _shader_libraries(tree)
+    if not libs_module and not getters:
         return
+
+    def is_lib(node, local: set[str]) -> bool:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in getters:
+            return True
+        n = _target_name(node)
+        return n is not None and (n in libs_module or n in local)
+
     seen: set[tuple[int, int]] = set()
     for name, scope in reversed(scopes):  # innermost functions first: a call belongs to the nearest one
+        local = {n for node in ast.walk(scope) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                 and isinstance(node.value.func, ast.Name) and node.value.func.id in getters for n in map(_target_name, node.targets) if n}
         for node in ast.walk(scope):
             if not isinstance(node, ast.Call):
                 continue
             f = node.func
-            kernel = lib = None
-            if isinstance(f, ast.Attribute):
-                recv = f.value
-                lib = recv.id if isinstance(recv, ast.Name) else ("." + recv.attr if isinstance(recv, ast.Attribute) else None)
-                kernel = f.attr
-                a = off(f.end_lineno, f.end_col_offset) - len(kernel)
-                b = a + len(kernel)
-            elif isinstance(f, ast.Name) and f.id == "getattr" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
-                recv = node.args[0]
-                lib = recv.id if isinstance(recv, ast.Name) else ("." + recv.attr if isinstance(recv, ast.Attribute) else None)
-                kernel = node.args[1].value
-                a = off(node.args[1].lineno, node.args[1].col_offset)
-                b = off(node.args[1].end_lineno, node.args[1].end_col_offset)
-            if kernel is None or lib not in libs_module or (a, b) in seen:
+            got = None
+            if isinstance(f, ast.Attribute) and is_lib(f.value, local):
+                a = off(f.end_lineno, f.end_col_offset) - len(f.attr)
+                got = (f.attr, "", a, a + len(f.attr))
+            elif isinstance(f, ast.Name) and f.id == "getattr" and len(node.args) >= 2 and is_lib(node.args[0], local):
+                np_ = _name_pattern(node.args[1])
+                if np_ is not None and np_[0]:
+                    a = off(node.args[1].lineno, node.args[1].col_offset)
+                    b = off(node.args[1].end_lineno, node.args[1].end_col_offset)
+                    got = (np_[0], "" if np_[1] == re.escape(np_[0]) else np_[1], a, b)
+            if got is None or (got[2], got[3]) in seen:
                 continue
-            seen.add((a, b))
-            facts.shader_calls.append(ShaderCall(kernel, name, index.span(a, b)))
+            seen.add((got[2], got[3]))
+            facts.shader_calls.append(ShaderCall(got[0], name, index.span(got[2], got[3]), got[1]))
