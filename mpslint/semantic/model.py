@@ -319,9 +319,16 @@ class FunctionModel:
             return R.TOP
         r = self._range(n, stmt, depth, env)
         if guards and 0 <= stmt:
-            b = self.bounds(stmt).get(self.key(n, stmt, env=env))
+            bounds = self.bounds(stmt)
+            b = bounds.get(self.key(n, stmt, env=env))
             if b is not None:
                 r = r.meet(b.interval)
+            owner = _size_owner(n)
+            if owner is not None and bounds:
+                # one size of a tensor (or iterator) is at most its element count, when it has elements
+                nb = bounds.get(self.key(owner, stmt, env=env) + ".numel()")
+                if nb is not None and nb.interval.hi is not None:
+                    r = r.meet(Interval(None, nb.interval.hi))
         return r
 
     def _range(self, n: Node, stmt: int, depth: int, env) -> Interval:
@@ -684,6 +691,18 @@ class FunctionModel:
             if names & identifiers(cond.node):
                 return cond
         return None
+
+
+def _size_owner(n: Node) -> Node | None:
+    """The tensor whose one size ``n`` is: ``t`` for ``t.size(0)``, ``t.sizes()[i]``, ``iter.shape()[i]``."""
+    n = strip_parens(n)
+    if n.kind == "call" and n.op in ("size", "sym_size") and n.args and n.receiver is not None:
+        return n.receiver
+    if n.kind == "index":
+        base = strip_parens(n.kids[0])
+        if base.kind == "call" and base.op in ("sizes", "shape", "sym_sizes") and base.receiver is not None:
+            return base.receiver
+    return None
 
 
 def _meet_all(a: dict[str, Interval], b: dict[str, Interval]) -> dict[str, Interval]:

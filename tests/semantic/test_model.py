@@ -195,3 +195,12 @@ def test_emptiness_tests_give_lower_bounds():
     fm = _fm("if (n == 0) {\n  return;\n}\nauto probe = n;")
     node, stmt = _probe(fm)
     assert fm.range(node, stmt).lo < 0  # n may be negative: n != 0 says nothing about a lower bound
+
+
+def test_numel_bound_bounds_each_size_not_strides():
+    fm = _fm("TORCH_CHECK(t.numel() <= INT32_MAX, \"x\");\nauto probe = t.size(1);\nauto s = t.stride(1);\nauto o = u.size(0);")
+    assert _hi(fm) == INT32_MAX
+    node, stmt = decl(fm, "s")
+    assert fm.range(node, stmt).hi > UINT32_MAX  # a slice's stride is not bounded by its element count
+    node, stmt = decl(fm, "o")
+    assert fm.range(node, stmt).hi > UINT32_MAX  # another tensor
