@@ -164,6 +164,7 @@ def test_cli(hrepo, tmp_path):
             (["audit", "--history", "--all", "--no-cache"], "not a revision range"),
             (["audit", "--history", "main", "--compare", str(out)], "--history does not take"),
             (["audit", "--every", "2"], "go with --history"),
+            (["audit", "--history", "main..main", "--no-cache"], "has no revisions"),
             (["audit", str(tmp_path), "--history", "main", "--no-cache"], "not a git repository"),
             (["audit", ".", str(tmp_path), "--history", "main", "--no-cache"], "not inside the git repository"),
             (["audit", "--history", "main", "--native-functions", "aten/nope.yaml", "--no-cache"], "no revision of `main` has aten/nope.yaml"),
@@ -204,3 +205,34 @@ def test_an_internal_error_is_reported_and_the_other_files_go_on(hrepo, monkeypa
         os.chdir(cwd)
     assert r.exit_code == 2 and "internal error while reading facts" in r.output
     assert json.loads((tmp_path / "h.json").read_text())["points"]  # the report is still written
+
+
+def test_a_revision_without_the_yaml_is_a_point_without_counts(tmp_path):
+    import shutil
+
+    from ._history_repo import NEW_SCALAR, OLD_SCALAR, YAML_REL
+    from .conftest import FIXTURES
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    shutil.copytree(FIXTURES / "aten", repo / "aten")
+    yaml = repo / YAML_REL
+    text = yaml.read_text(encoding="utf-8")
+    commits = []
+    for step in ("import", "yaml removed", "yaml back, copysign migrated"):
+        if step == "yaml removed":
+            yaml.unlink()
+        elif step.startswith("yaml back"):
+            yaml.write_text(text.replace(OLD_SCALAR, NEW_SCALAR), encoding="utf-8")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", step, date=f"2026-03-0{len(commits) + 1}T00:00:00+00:00")
+        commits.append(git(repo, "rev-parse", "HEAD"))
+    report, _ = run_history([str(repo)], "main", cwd=repo)
+    pts = report["points"]
+    assert [p["families"] is None for p in pts] == [False, True, False]
+    assert pts[1]["error"] == "no native_functions.yaml at this revision"
+    # the migration is seen at the third commit; the last state known before it is the first commit's
+    assert [(m["family"], m["kind"], m["commit"], m["previous"]) for m in report["changes"]] == [("copysign", "migrated", commits[2], commits[0])]
+    md, html = render_md(report), render_html(report)
+    assert "no native_functions.yaml at this revision" in md and "no native_functions.yaml at this revision" in html

@@ -84,6 +84,8 @@ def run_history(
         revs = revisions(top, rev_range, first_parent=first_parent)
     except GitError as e:
         raise HistoryError(str(e)) from None
+    if not revs:
+        raise HistoryError(f"`{rev_range}` has no revisions")
     stats = HistoryStats(revisions=len(revs))
     picked = sample(revs, every, max_points)
     stats.points = len(picked)
@@ -97,6 +99,7 @@ def run_history(
     changes: list[dict] = []
     memo: dict[tuple[str, str], list] = {}
     prev_key = prev_report = prev_point = yaml_used = None
+    known = None  # the latest point with counts: a change happened after it
     with BlobReader(top) as reader, _collector_per_point():
         for rev in picked:
             tg = time.perf_counter()
@@ -121,6 +124,7 @@ def run_history(
             if key == prev_key and prev_point is not None:
                 prev_point = dict(prev_point, **_rev(rev), same_as=prev_point["same_as"] or prev_point["commit"])
                 points.append(prev_point)
+                known = prev_point if prev_point["families"] is not None else known
                 continue
             report, error = _audit_revision(files, memo, reader, cache, jobs, stats)
             stats.audited += 1
@@ -136,8 +140,8 @@ def run_history(
                 )
                 yaml_used = report["source"]["native_functions"]
                 if prev_report is not None:
-                    changes += _moves(prev_report, report, prev_point, rev)
-                prev_report = report
+                    changes += _moves(prev_report, report, known, rev)
+                prev_report, known = report, point
             points.append(point)
             prev_point = point
     if points and not any(p["families"] is not None for p in points):
@@ -258,7 +262,8 @@ _KINDS = (("newly_migrated", "migrated"), ("regressed", "regressed"), ("changed"
 
 
 def _moves(old: dict, new: dict, prev_point: dict, rev: Revision) -> list[dict]:
-    """The families whose class differs between two consecutive points, with the commit that shows it first."""
+    """The families whose class differs between two consecutive points with counts, with the commit that
+    shows it first (``rev``) and the latest point before it (``prev_point``)."""
     diff = compare(old, new)
     seen: dict[str, dict] = {}
     for list_name, kind in _KINDS:
