@@ -83,11 +83,13 @@ def compare(got, exp, out_dtype: str, tol: tuple[float, float], real_only: bool 
     n = got.numel()
     if dt.kind in ("int", "uint", "bool"):
         g, e = got.to(torch.int64).reshape(-1), exp.to(torch.int64).reshape(-1)
-        bad = g != e
+        slack = int(tol[0]) if tol and tol[0] >= 1 else 0   # a spec may allow +-1 (torch's own uint8 rounding)
+        bad = (g - e).abs() > slack
         if not bool(bad.any()):
             return Verdict(True, "")
         i = int(bad.nonzero()[0])
-        return Verdict(False, f"{int(bad.sum())}/{n} elements differ (exact match required for {out_dtype}); first "
+        need = f"within {slack}" if slack else "exact match required"
+        return Verdict(False, f"{int(bad.sum())}/{n} elements differ ({need} for {out_dtype}); first "
                               f"at index {_fmt_index(i, shape)}: got {int(g[i])}, expected {int(e[i])}")
     if dt.kind == "complex":
         g = torch.view_as_real(got.to(torch.complex64).contiguous()).reshape(n, 2).double()
