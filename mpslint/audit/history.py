@@ -52,11 +52,12 @@ class HistoryStats:
     phases: dict = field(default_factory=lambda: {"git": 0.0, "facts": 0.0, "graph": 0.0, "audit": 0.0, "collect": 0.0})
 
 
-def _kind(rel: str) -> str | None:
+def _kind(rel: str, explicit: bool) -> str | None:
+    """As discovery decides: a file named among the paths (``explicit``) is always read when mpslint reads its kind."""
     p = Path(rel)
-    if any(part in SKIP_DIRS or _is_build_dir(part) for part in p.parts[:-1]):
+    if not explicit and any(part in SKIP_DIRS or _is_build_dir(part) for part in p.parts[:-1]):
         return None
-    return kind_of(p, explicit=False)
+    return kind_of(p, explicit=explicit)
 
 
 def run_history(
@@ -90,6 +91,7 @@ def run_history(
     picked = sample(revs, every, max_points)
     stats.points = len(picked)
     pathspecs = [] if "" in specs else sorted(set(specs) | {nf_spec})
+    named = set(specs)  # a path that is a file at some revision is linted as an explicit file
     cache = None
     if cache_dir is not None:
         from ..cache import FactsCache
@@ -109,7 +111,7 @@ def run_history(
                 raise HistoryError(str(e)) from None
             files = []
             for e in entries:
-                kind = _kind(e.path)
+                kind = _kind(e.path, e.path in named)
                 if kind is None:
                     continue
                 disp = display_path(top / e.path, cwd)
