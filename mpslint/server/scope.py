@@ -3,9 +3,11 @@
 Linting one file against the whole tree runs every rule over every file (most of a second on a large
 tree); its findings only depend on the files it is connected to.  ``Neighbourhood`` indexes a graph
 built once from the whole tree and answers, for a file and its current facts, the files within
-``depth`` edges of the file's own nodes (implementations, kernel references, Metal ops), plus the
+``depth`` edges of the file's own nodes (implementations, kernel references, Metal ops) — not walking
+through hubs, the helpers every operation calls, whose other callers say nothing about this file — plus the
 files its current facts name that the graph does not know yet (a call or a kernel name typed since the
-graph was built).  The yaml is always context.
+graph was built), plus a few ``witnesses`` of kinds of files whose mere presence rules test.  The yaml is
+always context.
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ from collections import defaultdict
 
 from ..facts.host import HostFacts
 from ..facts.metal import MetalFacts
-from ..graph import DispatchGraph
+from ..families import operation_sources
 
 DEPTH = 3
+HUB = 16  # a node with more edges is not walked through (mtl_setArgs, getPipelineStateForFunc)
 MIN_LITERAL = 3  # shorter kernel-name prefixes ("", "k_") name nothing in particular
 
 
-def _node_paths(graph: DispatchGraph, node: str, attrs: dict) -> set[str]:
+def _node_paths(attrs: dict) -> set[str]:
     out = set()
     if attrs.get("path"):
         out.add(attrs["path"])
@@ -31,8 +34,26 @@ def _node_paths(graph: DispatchGraph, node: str, attrs: dict) -> set[str]:
     return out
 
 
+def witnesses(project) -> set[str]:
+    """Files every scope includes because rules test the tree for their kind, not for a link: the smallest
+    MPS operation source and ``.metal`` file ("the run includes the operation sources / Metal kernels", so
+    an absence means something) and the headers declaring DispatchStubs."""
+    size = lambda p: (len(project.sources[p].text), p)  # noqa: E731
+    out: set[str] = set()
+    ops = operation_sources(project)
+    if ops:
+        out.add(min(ops, key=size))
+    metal = [p for p in project.metals if p.endswith(".metal")]
+    if metal:
+        out.add(min(metal, key=size))
+    out |= {p for p, hf in project.hosts.items() if getattr(hf, "stub_declarations", ())}
+    return out
+
+
 class Neighbourhood:
-    def __init__(self, graph: DispatchGraph, hosts: dict[str, HostFacts]):
+    def __init__(self, project):
+        graph, hosts = project.graph, project.hosts
+        self.always = witnesses(project)
         self.graph = graph
         self.nodes_of: dict[str, set[str]] = defaultdict(set)  # file -> its nodes
         self.paths_of: dict[str, set[str]] = {}  # node -> files it belongs to
@@ -41,7 +62,7 @@ class Neighbourhood:
         self.kernel_names: list[tuple[str, str]] = []  # (Metal op / host name, file)
         self.ref_literals: list[tuple[str, str]] = []  # (kernel-name literal asked for, file)
         for node, attrs in graph.g.nodes(data=True):
-            paths = _node_paths(graph, node, attrs)
+            paths = _node_paths(attrs)
             if paths:
                 self.paths_of[node] = paths
                 for p in paths:
@@ -73,12 +94,14 @@ class Neighbourhood:
                 for m in (*g.successors(n), *g.predecessors(n)):
                     if m not in seen:
                         seen.add(m)
-                        nxt.append(m)
+                        if g.degree(m) <= HUB:  # a helper everything calls: its file counts, not all its callers
+                            nxt.append(m)
             frontier = nxt
         out = set()
         for n in seen:
             out |= self.paths_of.get(n, set())
         out |= self._named_by(facts)
+        out |= self.always
         out.discard(path)
         return out
 

@@ -9,7 +9,9 @@ assembles a project from the kept facts and runs the selected rules with only th
 
 Scope: ``"tree"`` assembles every file of the tree; ``"neighbourhood"`` (the default) only the file,
 the yaml and the files it is connected to in the dispatch graph (``scope.Neighbourhood``), which is what
-keeps a large tree's latency down.  The yaml and ``common_mps.py`` are always linted against the whole tree.
+keeps a large tree's latency down.  The yaml and ``common_mps.py`` are always linted against the whole tree;
+a file ``check ROOT`` would not read (a Python file calling ``compile_shader``) is linted as ``check FILE``
+lints it, with the yaml as context.
 """
 
 from __future__ import annotations
@@ -206,6 +208,8 @@ class Workspace:
 
     def _scope(self, path: str) -> list[str]:
         entry = self.entries[path]
+        if path not in self.tree:  # a file `check ROOT` does not read (a compile_shader .py): as `check FILE`
+            return [path, *(p for p in self.yaml_paths if p != path)]
         if self.settings.scope == "tree" or entry.source.kind in ("yaml", "common_mps"):  # they speak of the whole tree
             return list(self.entries)
         related = self.neighbourhood().related(path, entry.facts)
@@ -215,7 +219,7 @@ class Workspace:
     def neighbourhood(self) -> Neighbourhood:
         if self._neighbourhood is None:
             whole = self._assemble(None, list(self.entries))
-            self._neighbourhood = Neighbourhood(whole.graph, whole.hosts)
+            self._neighbourhood = Neighbourhood(whole)
         return self._neighbourhood
 
     def _assemble(self, linted: str | None, paths: list[str]) -> Project:
