@@ -121,11 +121,24 @@ class FunctionModel:
         self.defs = Definitions(fn)
         self._bounds: dict[int, dict[str, Bound]] = {}
         self._nesting = 0
+        # memos of the top-level queries; nodes live as long as the facts that hold them (ids are stable)
+        self._key_memo: dict[tuple[int, int], str] = {}
+        self._type_memo: dict[tuple[int, int], CType] = {}
+        self._range_memo: dict[tuple, Interval] = {}
+        self._values_memo: dict[tuple[str, int], list | None] = {}
+        self._origin_memo: dict[tuple[int, int], tuple[Node, int]] = {}
 
     # ------------------------------------------------------------------ values
     def values(self, name: str, stmt: int) -> list[tuple[Node | None, int]] | None:
         """The values ``name`` may hold at ``stmt`` with the statement each was computed at; None when ``name``
         is not a local, parameter or constant mpslint can see."""
+        mk = (name, stmt)
+        if mk in self._values_memo:
+            return self._values_memo[mk]
+        got = self._values_memo[mk] = self._values(name, stmt)
+        return got
+
+    def _values(self, name: str, stmt: int) -> list[tuple[Node | None, int]] | None:
         sym = self.scope.lookup(name, stmt)
         if sym is None:
             return None
@@ -149,6 +162,15 @@ class FunctionModel:
 
     def origin(self, node: Node, stmt: int, depth: int = 0) -> tuple[Node, int]:
         """``node`` with a local replaced by its single reaching value (transitively): where the value comes from."""
+        if depth == 0:
+            mk = (id(node), stmt)
+            got = self._origin_memo.get(mk)
+            if got is None:
+                got = self._origin_memo[mk] = self._origin(node, stmt, 0)
+            return got
+        return self._origin(node, stmt, depth)
+
+    def _origin(self, node: Node, stmt: int, depth: int = 0) -> tuple[Node, int]:
         n = strip_parens(node)
         while n.kind == "id" and depth < _MAX_DEPTH:
             vals = self.values(n.op, stmt)
@@ -162,6 +184,15 @@ class FunctionModel:
 
     def key(self, node: Node, stmt: int, depth: int = 0, env: dict | None = None) -> str:
         """The canonical key of the value ``node`` holds at ``stmt``."""
+        if env is None and depth == 0:
+            mk = (id(node), stmt)
+            got = self._key_memo.get(mk)
+            if got is None:
+                got = self._key_memo[mk] = self._key(node, stmt, 0, None)
+            return got
+        return self._key(node, stmt, depth, env)
+
+    def _key(self, node: Node, stmt: int, depth: int = 0, env: dict | None = None) -> str:
         n = strip_parens(node)
         if depth > _MAX_DEPTH:
             return n.key()
@@ -192,6 +223,15 @@ class FunctionModel:
 
     # ------------------------------------------------------------------ types
     def type_of(self, node: Node, stmt: int, depth: int = 0) -> CType:
+        mk = (id(node), stmt)
+        got = self._type_memo.get(mk)
+        if got is None:
+            got = self._type_of(node, stmt, depth)
+            if depth == 0:
+                self._type_memo[mk] = got
+        return got
+
+    def _type_of(self, node: Node, stmt: int, depth: int = 0) -> CType:
         n = strip_parens(node)
         if depth > _MAX_DEPTH:
             return UNKNOWN
@@ -314,6 +354,17 @@ class FunctionModel:
         return R.TOP
 
     def range(self, node: Node, stmt: int, depth: int = 0, env: dict | None = None, guards: bool = True) -> Interval:
+        if env is None and depth == 0:
+            mk = (id(node), stmt, guards)
+            got = self._range_memo.get(mk)
+            if got is None:
+                got = self._range_at(node, stmt, 0, None, guards)
+                if self._nesting == 0:  # not while some statement's guards are half computed
+                    self._range_memo[mk] = got
+            return got
+        return self._range_at(node, stmt, depth, env, guards)
+
+    def _range_at(self, node: Node, stmt: int, depth: int, env: dict | None, guards: bool) -> Interval:
         n = strip_parens(node)
         if depth > _MAX_DEPTH:
             return R.TOP
