@@ -116,6 +116,20 @@ def test_ranges_sampling_and_paths(hrepo):
     assert UNARY_REL not in json.dumps(r)
 
 
+def test_reports_validate_against_the_json_schema(hrepo, cold):
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema not installed")
+    from mpslint.audit.history import JSON_SCHEMA
+
+    report, _, _ = cold
+    jsonschema.validate(json.loads(render_json(report)), JSON_SCHEMA)
+    sampled, _ = run_history([str(hrepo.path)], "main", max_points=2, cwd=hrepo.path)
+    jsonschema.validate(sampled, JSON_SCHEMA)
+    bad = json.loads(render_json(report))
+    bad["changes"][0]["kind"] = "sideways"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, JSON_SCHEMA)
+
+
 def test_sample():
     revs = list(range(10))
     assert sample(revs) == revs

@@ -28,6 +28,7 @@ from ..project import Project, add_facts, build_graph, decode_source
 from .classify import build_audit
 from .compare import compare
 from .gitread import BlobReader, GitError, Revision, revisions, sample, toplevel, tree_files
+from .model import CLASSES, FAMILY_CLASSES
 
 SCHEMA = "mpslint-audit-history"
 SCHEMA_VERSION = 1
@@ -280,3 +281,51 @@ def _moves(old: dict, new: dict, prev_point: dict, rev: Revision) -> list[dict]:
     for fam in diff["removed"]:
         seen[fam] = {"family": fam, "old": old_cls[fam], "new": None, "kind": "removed"}
     return [dict(seen[f], **_rev(rev), previous=prev_point["commit"]) for f in sorted(seen)]
+
+
+# JSON Schema (draft 2020-12) of the history report; the tests validate every report against it.
+_COUNTS = {"type": ["object", "null"], "additionalProperties": {"type": "integer", "minimum": 0}}
+_CLASS_OR_NULL = {"enum": [*FAMILY_CLASSES, None]}
+_REV = {"commit": {"type": "string", "pattern": "^[0-9a-f]{40,64}$"}, "date": {"type": "string"}, "subject": {"type": "string"}}
+JSON_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "mpslint audit history",
+    "type": "object",
+    "required": ["schema", "schema_version", "tool", "source", "points", "changes"],
+    "properties": {
+        "schema": {"const": SCHEMA},
+        "schema_version": {"const": SCHEMA_VERSION},
+        "tool": {"type": "string"},
+        "source": {"type": "object", "required": ["repository", "range", "paths", "native_functions", "revisions_in_range"]},
+        "points": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["commit", "date", "subject", "files", "same_as", "families", "overloads", "percent_migrated"],
+                "properties": {
+                    **_REV,
+                    "files": {"type": "integer", "minimum": 0},
+                    "same_as": {"type": ["string", "null"]},
+                    "families": {**_COUNTS, "propertyNames": {"enum": list(FAMILY_CLASSES)}},
+                    "overloads": {**_COUNTS, "propertyNames": {"enum": list(CLASSES)}},
+                    "error": {"type": "string"},
+                },
+            },
+        },
+        "changes": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["family", "old", "new", "kind", "commit", "date", "subject", "previous"],
+                "properties": {
+                    **_REV,
+                    "family": {"type": "string"},
+                    "old": _CLASS_OR_NULL,
+                    "new": _CLASS_OR_NULL,
+                    "kind": {"enum": ["migrated", "regressed", "changed", "new mixed", "added", "removed"]},
+                    "previous": {"type": "string"},
+                },
+            },
+        },
+    },
+}
