@@ -179,3 +179,27 @@ def test_compile_shader_library_getter_prefixes_and_imported_sources(tmp_path):
     links = describe_links(project.graph)
     got = [(e["line"], e["name"], [k["name"] for k in e["kernels"]]) for e in links]
     assert got == [(13, "rows…", ["rows_f16", "rows_f32"]), (14, "rows_…", ["rows_f16", "rows_f32"]), (15, "rows_f32", ["rows_f32"])]
+
+
+def test_mtl204_judges_extension_kernels_by_their_newFunctionWithName_launchers(tmp_path):
+    ext = tmp_path / "ext"
+    ext.mkdir()
+    (ext / "k.metal").write_text(
+        "#include <metal_stdlib>\nusing namespace metal;\n"
+        "kernel void wide_rows(device float* out [[buffer(0)]], constant uint& cols [[buffer(1)]],\n"
+        "                      uint2 tid [[thread_position_in_grid]]) {\n"
+        "  out[tid.y * cols + tid.x] = 0;\n}\n"
+        "kernel void safe_rows(device float* out [[buffer(0)]], constant uint& cols [[buffer(1)]],\n"
+        "                      uint2 tid [[thread_position_in_grid]]) {\n"
+        "  out[tid.y * cols + tid.x] = 0;\n}\n"
+    )
+    (ext / "ops.mm").write_text(
+        "#include <torch/extension.h>\n"
+        "void wide(id<MTLLibrary> lib, const torch::Tensor& t) {\n"
+        '  id<MTLFunction> f = [lib newFunctionWithName:@"wide_rows"];\n}\n'
+        "void safe(id<MTLLibrary> lib, const torch::Tensor& t) {\n"
+        '  TORCH_CHECK(t.numel() <= std::numeric_limits<int32_t>::max(), "too large");\n'
+        '  id<MTLFunction> f = [lib newFunctionWithName:@"safe_rows"];\n}\n'
+    )
+    found = lint(LintOptions(paths=[str(ext)], select=["MTL204"])).findings
+    assert [(f.span.line, "launched from `wide`" in f.message) for f in found] == [(5, True)]
