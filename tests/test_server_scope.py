@@ -18,7 +18,7 @@ from .conftest import FIXTURES
 def test_every_fixture_file_linted_alone_matches_check(select, tmp_path):
     root = FIXTURES / "aten"
     full = lint(LintOptions(paths=[str(root)], cwd=root, select=select))
-    for scope in ("neighbourhood", "tree"):
+    for scope in ("neighbourhood", "tree") if select is None else ("neighbourhood",):
         ws = Workspace(root, Settings(select=select, scope=scope, no_cache=True))
         assert len(ws.entries) >= 25 and not ws.problems
         for path, entry in sorted(ws.entries.items()):
@@ -85,3 +85,26 @@ def test_tool_mpslint_configuration_applies(tmp_path):
     broken = Workspace(root, Settings(no_cache=True))
     assert broken.problems and "unknown [tool.mpslint] keys" in broken.problems[0]
     assert {f.code for f in broken.lint(str(shape)).findings} == before
+
+
+def test_wheel_tree_with_fixture_sources_matches_check(real_tree, tmp_path):
+    """The torch wheel's real yaml and MPS headers (helpers every operation calls, DispatchStub
+    declarations) with the fixtures' operations and kernels in it: the neighbourhood of every file with a
+    finding gives that file's findings of the whole-tree run."""
+    import shutil
+
+    root = tmp_path / "tree"
+    shutil.copytree(real_tree, root)
+    native = root / "aten/src/ATen/native/mps"
+    for sub in ("operations", "kernels"):
+        (native / sub).mkdir(parents=True, exist_ok=True)
+        for f in (FIXTURES / "aten/src/ATen/native/mps" / sub).iterdir():
+            shutil.copy(f, native / sub / f.name)
+    full = lint(LintOptions(paths=[str(root)], cwd=root, select=["ALL"]))
+    flagged = {f.path for f in full.findings}
+    ws = Workspace(root, Settings(select=["ALL"], no_cache=True))
+    paths = sorted(p for p in ws.entries if p in flagged)
+    assert len(paths) >= 15
+    for path in paths:
+        want = [f for f in full.findings if f.path == path]
+        assert ws.lint(ws.entries[path].discovered.fs_path).findings == want, path
