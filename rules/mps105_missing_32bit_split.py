@@ -99,7 +99,8 @@ class Missing32BitSplit(Rule):
                 iters = hf.local_iterators(fn)
                 if not iters:
                     continue
-                launch = self._iter_launch(fn, iters)
+                fm = model.function(fn, hosts[path])
+                launch = self._iter_launch(fm, iters)
                 if launch is None:
                     continue
                 it = launch[1]
@@ -107,7 +108,6 @@ class Missing32BitSplit(Rule):
                     continue
                 if hf.short_name(fn.name) in sub_callees:
                     continue
-                fm = model.function(fn, hosts[path])
                 if self._bounded(fm, launch[0].stmt, it) or self._width_dispatch(fm, it):
                     continue
                 if hf.all_callers(fn.name, sites, registered, caller_checks, fn=fn, path=path):
@@ -128,26 +128,33 @@ class Missing32BitSplit(Rule):
         return any("with_32bit_indexing" in c.name for c in fn.calls)
 
     @staticmethod
-    def _iter_launch(fn, iters):
-        """(launch call, iterator) when a direct launch in ``fn`` is driven by one of ``iters``."""
+    def _iter_launch(fm, iters):
+        """(launch call, iterator) when a direct launch in the function is driven by one of ``iters``: the
+        iterator (or one of its operands, also through locals: `auto out = iter.output();`) is bound, or
+        sizes the grid."""
+        fn = fm.fn
         launches = hf.launches(fn)
         if not launches:
             return None
+
+        def drives(node, stmt, it) -> bool:
+            for n in walk(node):
+                if n.kind != "id":
+                    continue
+                o, at = fm.origin(n, stmt)
+                if o.kind == "id" and o.op == it:
+                    return True
+                if o.kind == "call" and o.receiver is not None and strip_parens(fm.origin(o.receiver, at)[0]).key() == it:
+                    return True  # `iter.output()`, `iter.numel()` through a local
+            return False
+
         for it in iters:
-            rx = hf.whole_tensor_rx([it])
-            names = [it] + list(hf.aliases(fn, rx))  # `auto out = iter.output();` drives the launch as well
-            uses = False
             for c in fn.calls:
-                if c.name in _ITER_USERS and any(hf.mentions(a.text, n) for a in c.args for n in names):
-                    uses = True
-                    break
-            if not uses:
-                for c in launches:
-                    if any(hf.mentions(a.text, n) for a in hf.dispatch_size_args(c) for n in names):
-                        uses = True
-                        break
-            if uses:
-                return launches[0], it
+                if c.name in _ITER_USERS and any(a.tree is not None and drives(a.tree, c.stmt, it) for a in c.args):
+                    return launches[0], it
+            for c in launches:
+                if any(a.tree is not None and drives(a.tree, c.stmt, it) for a in hf.dispatch_size_args(c)):
+                    return launches[0], it
         return None
 
     @staticmethod
