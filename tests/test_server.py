@@ -216,7 +216,9 @@ async def test_binary_buffer_is_one_log_message_and_the_server_keeps_answering(c
     uri = path.as_uri()
     diags = await diagnostics_for(client, uri, after=lambda: open_doc(client, path, text="\x00\x01garbage\x00" * 50))
     assert list(diags) == []
-    assert any("binary" in m.message for m in client.log_messages)
+    assert [m.type for m in client.log_messages if "binary" in m.message] == [lsp.MessageType.Warning]
+    again = await diagnostics_for(client, uri, after=lambda: change_doc(client, uri, 2, "\x00still binary"))
+    assert list(again) == [] and len([m for m in client.log_messages if "binary" in m.message]) == 1  # said once
     # a file that breaks the parsers, then a good one: answers keep coming
     other = tree / OPS / "Broken.mm"
     await diagnostics_for(client, other.as_uri(), after=lambda: open_doc(client, other, text="@interface {{{ [[[ ^(){ @\"" * 200))

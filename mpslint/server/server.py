@@ -29,6 +29,7 @@ class MpslintServer(LanguageServer):
         self.published: dict[str, list[lsp.Diagnostic]] = {}  # uri -> what the client shows
         self.kinds: dict[str, str] = {}  # uri -> source kind (for the suppression comment)
         self.init_options = None  # the client's initializationOptions (read when the workspace loads)
+        self.refused: dict[str, str | None] = {}  # uri -> why its buffer could not be linted (logged once)
 
     # ------------------------------------------------------------------ logging
     def log(self, message: str, level: lsp.MessageType = lsp.MessageType.Error) -> None:
@@ -83,7 +84,12 @@ class MpslintServer(LanguageServer):
     def refresh(self, uri: str) -> None:
         """Re-analyse one document from its buffer and publish; a yaml change re-lints every open document."""
         self.pending.pop(uri, None)
-        if uri not in self.workspace.text_documents or not self.lintable(uri):
+        if uri not in self.workspace.text_documents:
+            return
+        if not self.lintable(uri):
+            if self.kinds.pop(uri, None) is not None:  # no longer linted (its compile_shader call was deleted)
+                self.published.pop(uri, None)
+                self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
             return
         doc = self.workspace.get_text_document(uri)
         changed, internal = self.state.update(doc.path, doc.source)
@@ -105,11 +111,11 @@ class MpslintServer(LanguageServer):
             self.log(msg)
         lines = convert.Lines(doc.source, self.workspace.position_encoding or lsp.PositionEncodingKind.Utf16)
         diags = [convert.diagnostic(f, lines) for f in outcome.findings]
-        for e in outcome.errors:
-            if e.fatal:  # nothing of the buffer could be linted: say so once, show nothing
-                self.log(str(e), lsp.MessageType.Warning)
-            else:
-                diags.append(convert.file_error_diagnostic(e, lines))
+        fatal = [str(e) for e in outcome.errors if e.fatal]
+        if fatal and self.refused.get(uri) != fatal[0]:  # nothing of the buffer could be linted: say so once
+            self.log(fatal[0], lsp.MessageType.Warning)
+        self.refused[uri] = fatal[0] if fatal else None
+        diags += [convert.file_error_diagnostic(e, lines) for e in outcome.errors if not e.fatal]
         self.published[uri] = diags
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=doc.version))
 
@@ -125,6 +131,7 @@ class MpslintServer(LanguageServer):
         if old is not None:
             old.cancel()
         self.published.pop(uri, None)
+        self.refused.pop(uri, None)
         kind = self.kinds.pop(uri, None)
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
         path = to_fs_path(uri)
