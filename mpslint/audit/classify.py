@@ -47,10 +47,11 @@ def build_audit(result: LintResult, rules: list[str]) -> Audit:
         fams.setdefault(ov.family, []).append(ov)
     xfails = _xfail_index(project)
     findings = _findings_index(result, graph)
+    impl_memo: dict = {}  # (impl, role) -> its record: overloads sharing an implementation (structured_delegate) walk it once
     ops: list[OpAudit] = []
     for family in sorted(fams):
         ovs = fams[family]
-        records = [_classify(graph, ov, mps_route(ov, natives.by_name), has_host) for ov in ovs]
+        records = [_classify(graph, ov, mps_route(ov, natives.by_name), has_host, impl_memo) for ov in ovs]
         op = OpAudit(family, family_class([r.cls for r in records]), records)
         _attach_kernels(graph, op)
         op.xfails = xfails.get(family, [])
@@ -80,7 +81,7 @@ def build_audit(result: LintResult, rules: list[str]) -> Audit:
 # ---------------------------------------------------------------- one overload
 
 
-def _classify(graph: DispatchGraph, ov: Overload, r: Route, has_host: bool) -> OverloadAudit:
+def _classify(graph: DispatchGraph, ov: Overload, r: Route, has_host: bool, memo: dict | None = None) -> OverloadAudit:
     rec = OverloadAudit(ov.name, ov.span.line, "unknown", r.kind, r.kernel, list(r.via), "")
     via = f" (via structured_delegate {' -> '.join(r.via[1:])})" if len(r.via) > 1 else ""
     if r.kind == "composite":
@@ -105,7 +106,7 @@ def _classify(graph: DispatchGraph, ov: Overload, r: Route, has_host: bool) -> O
         rec.stubs = stubs
         if regs:
             for s, impl in regs:
-                rec.implementations.append(_impl_record(graph, impl, f"registered for {s}"))
+                rec.implementations.append(_impl_record_memo(graph, impl, f"registered for {s}", memo))
             g = any(i["mpsgraph"] for i in rec.implementations)
             m = any(i["launches_metal"] for i in rec.implementations)
             names = ", ".join(sorted({f"{i['name']} ({i['path']}:{i['line']})" for i in rec.implementations}))
@@ -121,7 +122,7 @@ def _classify(graph: DispatchGraph, ov: Overload, r: Route, has_host: bool) -> O
             return rec
         impls = graph.impls_of(kernel)
         if impls:  # a shared name implemented in the MPS sources themselves
-            return _by_impls(graph, rec, impls, f"shared line `{kernel}`{via} implemented in the MPS sources")
+            return _by_impls(graph, rec, impls, f"shared line `{kernel}`{via} implemented in the MPS sources", memo)
         cands = ", ".join(stub_candidates(kernel, graph.overload(r.via[-1]) or ov))
         rec.cls = "unknown"
         if has_host:
@@ -135,7 +136,7 @@ def _classify(graph: DispatchGraph, ov: Overload, r: Route, has_host: bool) -> O
         rec.cls = "unknown"
         rec.explanation = f"{NOT_IN_TREE} (`{kernel}`{via})"
         return rec
-    return _by_impls(graph, rec, impls, f"MPS-only function `{kernel}`{via}")
+    return _by_impls(graph, rec, impls, f"MPS-only function `{kernel}`{via}", memo)
 
 
 def _stub_names(kernel: str, ov: Overload) -> list[str]:
@@ -144,9 +145,9 @@ def _stub_names(kernel: str, ov: Overload) -> list[str]:
     return names + [n.lower() for n in names if n.lower() not in names]
 
 
-def _by_impls(graph: DispatchGraph, rec: OverloadAudit, impls: list[str], what: str) -> OverloadAudit:
+def _by_impls(graph: DispatchGraph, rec: OverloadAudit, impls: list[str], what: str, memo: dict | None = None) -> OverloadAudit:
     for impl in impls:
-        rec.implementations.append(_impl_record(graph, impl, "implements"))
+        rec.implementations.append(_impl_record_memo(graph, impl, "implements", memo))
     g = any(i["mpsgraph"] for i in rec.implementations)
     m = any(i["launches_metal"] for i in rec.implementations)
     where = ", ".join(sorted({f"{i['path']}:{i['line']}" for i in rec.implementations}))
@@ -160,6 +161,15 @@ def _by_impls(graph: DispatchGraph, rec: OverloadAudit, impls: list[str], what: 
         rec.cls, rec.explanation = "native-mps", f"{what} launches Metal ({where})"
     else:
         rec.cls, rec.explanation = "native-mps", f"{what} is host code with neither a Metal launch nor an MPSGraph in reach ({where})"
+    return rec
+
+
+def _impl_record_memo(graph: DispatchGraph, impl: str, role: str, memo: dict | None) -> dict:
+    if memo is None:
+        return _impl_record(graph, impl, role)
+    rec = memo.get((impl, role))
+    if rec is None:
+        rec = memo[(impl, role)] = _impl_record(graph, impl, role)
     return rec
 
 
