@@ -354,7 +354,7 @@ def plan(entry: dict, decl: KernelDecl, bindings: dict, hook=None, large: bool =
         v.skip = f"spec error: {decl.error}"
         return v
     try:
-        env: dict = {}
+        env: dict = dict(bindings)      # the name's placeholders, as strings (`int(P)` in a size)
         for k, val in {**decl.vars, **(decl.large.get("vars", {}) if large else {})}.items():
             env[k] = specexpr.size(val, env)
         params = {p["role"]: p for p in entry.get("params", []) if 0 <= p["role"] < 1000}
