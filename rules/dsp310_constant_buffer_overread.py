@@ -1,7 +1,8 @@
 """
 ## What it does
-Compares what a host launch writes with `[enc setBytes:p length:n atIndex:k]` with what the launched
-kernel reads from its `constant` parameter `[[buffer(k)]]` (the kernel its `newFunctionWithName:` /
+Compares what a host launch writes with `[enc setBytes:p length:n atIndex:k]` (or PyTorch's
+`mtl_setArgs(enc, ...)` / `mtl_setBytes(enc, x, k)`, which copy `sizeof(x)`) with what the launched kernel
+reads from its `constant` parameter `[[buffer(k)]]` (the kernel its `newFunctionWithName:` /
 pipeline-state name resolves to). Flags:
 - a kernel that reads more than the host writes: `constant uint3& sizes` (16 bytes: Metal's `uint3`
   is padded to four elements) bound with the 12 bytes of a `std::array<uint32_t, 3>`, or
@@ -126,31 +127,47 @@ class ConstantBufferOverread(Rule):
             if not kernels:
                 continue
             path = a["path"]
-            for call in fn.calls:
-                b = extflow.slot_binding(call)
-                if b is None or call.name != "setBytes":
-                    continue
-                slot, ptr, length = b
+            for span, slot, ptr, length in self._byte_bindings(fn):
                 obj = host_object(fn, ptr, lambda d: ctx.source(path, d.span))
-                n = length_bytes(length, obj, fn)
+                n = length_bytes(length, obj, fn) if length is not None else (obj[2] if obj is not None else None)
                 if n is None:
                     continue
                 need = self._kernel_reads(kernels, slot)
                 if obj is not None and n > obj[2]:
                     grow = (f"make `{obj[0]}` {need[0]} bytes ({need[1]} in `{need[2]}`) and pass `sizeof({obj[0]})`" if need and need[0] > obj[2]
                             else f"pass `sizeof({obj[0]})`")
-                    yield ctx.finding(self, path, call.args[1].span,
+                    yield ctx.finding(self, path, span,
                                       f"`setBytes:` copies {n} bytes from `{obj[0]}`, a {obj[1]} of {obj[2]} bytes: it reads past "
                                       f"the host object; {grow}.")
                     continue
                 if need is None or need[0] <= n:
                     continue
                 held = f" (`{obj[0]}`, a {obj[1]})" if obj else ""
-                yield ctx.finding(self, path, call.args[1].span,
+                yield ctx.finding(self, path, span,
                                   f"kernel `{need[2]}` needs {need[0]} bytes at [[buffer({slot})]] ({need[1]}) but the host writes {n}"
                                   f"{held}: Metal's validation rejects the launch and what lies past byte {n} is undefined; write "
                                   f"{need[0]} bytes (pad the host object) or read only what is written.",
                                   kernel=need[2])
+
+    @staticmethod
+    def _byte_bindings(fn):
+        """(span, slot, host expression, length text or None) for ``[enc setBytes:p length:n atIndex:k]`` and for
+        PyTorch's ``mtl_setArgs(enc, ...)`` / ``mtl_setBytes(enc, x, k)``, which copy ``sizeof`` the argument."""
+        for call in fn.calls:
+            b = extflow.slot_binding(call)
+            if b is not None and call.name == "setBytes":
+                yield call.args[1].span, b[0], b[1], b[2]
+            elif call.name == "mtl_setBytes" and not call.message_send and len(call.args) >= 3:
+                m = re.fullmatch(r"\s*(\d+)\s*", call.args[2].text)
+                if m:
+                    yield call.args[1].span, int(m.group(1)), "&" + call.args[1].text.strip(), None
+            elif call.name == "mtl_setArgs" and not call.message_send and len(call.args) >= 2:
+                base = re.fullmatch(r"\s*(\d*)\s*", call.template or "")
+                if base is None:
+                    continue
+                for k, arg in enumerate(call.args[1:]):
+                    if re.fullmatch(r"[A-Za-z_]\w*", arg.text.strip()):
+                        yield arg.span, int(base.group(1) or 0) + k, "&" + arg.text.strip(), None
 
     @staticmethod
     def _kernel_reads(kernels, slot: int) -> tuple[int, str, str] | None:
