@@ -46,82 +46,10 @@ Guide: *Working with TensorIterators* (`mtl_setArgs<N>` slots) and *Error Report
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from mpslint.launch_bindings import bindings, single_kernel_launches  # bindings: re-exported for older importers
 from mpslint.model import Severity
 from mpslint.rule import Rule
-
-_ARGS_BINDERS = {"mtl_setArgs"}
-_SLOT_BINDERS = {"mtl_setBuffer", "mtl_setBytes", "mtl_setArg"}
-_MSG_BINDERS = {"setBuffer", "setBytes", "setTexture"}
-_BRANCHY = {"if_statement", "for_statement", "for_range_loop", "while_statement", "do_statement", "switch_statement", "case_statement"}
-_INT = re.compile(r"\s*(\d+)\s*[uU]?\s*")
-
-
-def _int(text: str) -> int | None:
-    m = _INT.fullmatch(text)
-    return int(m.group(1)) if m else None
-
-
-def bindings(fn, after: int):
-    """{slot: (arg text, call)} bound in ``fn`` from offset ``after`` on; None when not fully known."""
-    out: dict[int, tuple[str, object]] = {}
-    first = None
-    for c in fn.calls:
-        if c.span.start < after:
-            continue
-        slots: list[tuple[int, str]] = []
-        if c.name in _ARGS_BINDERS and c.args and not c.message_send:
-            base = 0 if not c.template else _int(c.template)
-            if base is None:
-                return None
-            slots = [(base + k, a.text) for k, a in enumerate(c.args[1:])]
-        elif c.name in _SLOT_BINDERS and len(c.args) >= 3 and not c.message_send:
-            k = _int(c.args[2].text)
-            if k is None:
-                return None
-            slots = [(k, c.args[1].text)]
-        elif c.name == "bind_iter_tensors" and not c.message_send:
-            n = _int(c.args[2].text) if len(c.args) >= 3 else None
-            if n is None:
-                return None
-            slots = [(k, f"{c.args[1].text} operand {k}") for k in range(n)]
-        elif c.name in _MSG_BINDERS and c.message_send and c.args:
-            k = _int(c.args[-1].text)
-            if k is None:
-                return None
-            slots = [(k, c.args[0].text)]
-        else:
-            continue
-        if c.stmt >= 0:
-            st = fn.stmts[c.stmt]
-            if any(fn.stmts[p].kind in _BRANCHY for p in st.parents):
-                return None  # conditional or repeated binding
-        first = first or c
-        for k, text in slots:
-            out.setdefault(k, (text, c))
-    return (out, first) if out else None
-
-
-@dataclass(frozen=True)
-class Slot:
-    name: str
-    type: str
-
-
-def kernel_slots(kernel) -> dict[int, Slot]:
-    """Buffer slots of a kernel: its ``[[buffer(n)]]`` parameters, or, when it declares none, Metal's implicit
-    numbering of its ``device``/``constant`` parameters in order."""
-    if kernel.buffers:
-        return {b.index: Slot(b.name, b.type) for b in kernel.buffers}
-    out: dict[int, Slot] = {}
-    for p in kernel.function.params:
-        if p.name in kernel.attributes or "[[" in p.raw:
-            continue
-        if re.search(r"\b(device|constant)\b", p.raw):
-            out[len(out)] = Slot(p.name, p.type)
-    return out
-
 
 class BindingMismatch(Rule):
     code = "DSP308"
@@ -132,36 +60,8 @@ class BindingMismatch(Rule):
     guide = "Working with TensorIterators; Error Reporting from Kernels"
 
     def check(self, ctx):
-        graph = ctx.graph
-        for impl in sorted(graph.nodes("impl")):
-            a = graph.attrs(impl)
-            fn = a.get("function")
-            if fn is None:
-                continue
-            krefs = [k for k in graph.out(impl, "launches") if graph.attrs(k)["ref"].kind == "host_name"]
-            all_refs = graph.out(impl, "launches")
-            if len(krefs) != 1 or len(all_refs) != 1:
-                continue
-            kid = krefs[0]
-            ref = graph.attrs(kid)["ref"]
-            rx = re.compile(ref.pattern + r"\Z")
-            kernels = []
-            for mop in graph.out(kid, "resolves"):
-                ma = graph.attrs(mop)
-                # only kernels the name really selects: a [[host_name]] of theirs matches (not a kernel that merely
-                # shares a prefix with the name, like `clamp_index` for "clamp_" + dtype)
-                named = any(rx.match(hn) for _p, reg in ma.get("registrations", []) for hn in reg.host_names)
-                if named or (ref.exact and ma["name"] == ref.literal):
-                    kernels += [k for _p, k in ma.get("kernels", [])]
-            if not kernels:
-                continue
-            sigs = {tuple((i, "ErrorMessages" in b.type) for i, b in sorted(kernel_slots(k).items())) for k in kernels}
-            if len(sigs) != 1:
-                continue
-            kernel = kernels[0]
-            slots = kernel_slots(kernel)
-            if not slots:
-                continue
+        for launch in single_kernel_launches(ctx.graph):
+            a, fn, kernel, ref, slots = launch.attrs, launch.function, launch.kernel, launch.ref, launch.slots
             got = bindings(fn, ref.span.start)
             if got is None:
                 continue

@@ -1,0 +1,147 @@
+"""What a host launch binds and the buffer slots of the one kernel it launches (DSP308, DSP312).
+
+``single_kernel_launches(graph)`` yields the host functions whose pipeline name resolves to kernels that all
+agree on their slots; ``bindings(fn, after)`` reads the function's binding calls (`mtl_setArgs`,
+`mtl_setBuffer`/`mtl_setBytes`/`mtl_setArg`, `bind_iter_tensors`, `[enc setBuffer:... atIndex:n]`) into
+slot -> bound argument, or None when the binding is not fully known (a slot that is not a literal, a binding
+under an `if` or in a loop).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .facts.cpp import Expr
+
+_ARGS_BINDERS = {"mtl_setArgs"}
+_SLOT_BINDERS = {"mtl_setBuffer", "mtl_setBytes", "mtl_setArg"}
+_MSG_BINDERS = {"setBuffer", "setBytes", "setTexture"}
+_BRANCHY = {"if_statement", "for_statement", "for_range_loop", "while_statement", "do_statement", "switch_statement", "case_statement"}
+_INT = re.compile(r"\s*(\d+)\s*[uU]?\s*")
+
+
+def _int(text: str) -> int | None:
+    m = _INT.fullmatch(text)
+    return int(m.group(1)) if m else None
+
+
+def bindings(fn, after: int):
+    """({slot: (arg text, call)}, first binding call) bound in ``fn`` from offset ``after`` on; None when not
+    fully known."""
+    got = bound_exprs(fn, after)
+    if got is None:
+        return None
+    out, first = got
+    return {k: (t, c) for k, (t, c, _a) in out.items()}, first
+
+
+def bound_exprs(fn, after: int):
+    """Like ``bindings``, with the bound expression too: {slot: (arg text, call, arg)} (``arg`` is None for an
+    iterator operand)."""
+    out: dict[int, tuple[str, object, Expr | None]] = {}
+    first = None
+    for c in fn.calls:
+        if c.span.start < after:
+            continue
+        slots: list[tuple[int, object]] = []
+        if c.name in _ARGS_BINDERS and c.args and not c.message_send:
+            base = 0 if not c.template else _int(c.template)
+            if base is None:
+                return None
+            slots = [(base + k, a) for k, a in enumerate(c.args[1:])]
+        elif c.name in _SLOT_BINDERS and len(c.args) >= 3 and not c.message_send:
+            k = _int(c.args[2].text)
+            if k is None:
+                return None
+            slots = [(k, c.args[1])]
+        elif c.name == "bind_iter_tensors" and not c.message_send:
+            n = _int(c.args[2].text) if len(c.args) >= 3 else None
+            if n is None:
+                return None
+            slots = [(k, f"{c.args[1].text} operand {k}") for k in range(n)]
+        elif c.name in _MSG_BINDERS and c.message_send and c.args:
+            k = _int(c.args[-1].text)
+            if k is None:
+                return None
+            slots = [(k, c.args[0])]
+        else:
+            continue
+        if c.stmt >= 0:
+            st = fn.stmts[c.stmt]
+            if any(fn.stmts[p].kind in _BRANCHY for p in st.parents):
+                return None  # conditional or repeated binding
+        first = first or c
+        for k, arg in slots:
+            if isinstance(arg, str):
+                out.setdefault(k, (arg, c, None))
+            else:
+                out.setdefault(k, (arg.text, c, arg))
+    return (out, first) if out else None
+
+
+@dataclass(frozen=True)
+class Slot:
+    name: str
+    type: str
+
+
+def kernel_slots(kernel) -> dict[int, Slot]:
+    """Buffer slots of a kernel: its ``[[buffer(n)]]`` parameters, or, when it declares none, Metal's implicit
+    numbering of its ``device``/``constant`` parameters in order."""
+    if kernel.buffers:
+        return {b.index: Slot(b.name, b.type) for b in kernel.buffers}
+    out: dict[int, Slot] = {}
+    for p in kernel.function.params:
+        if p.name in kernel.attributes or "[[" in p.raw:
+            continue
+        if re.search(r"\b(device|constant)\b", p.raw):
+            out[len(out)] = Slot(p.name, p.type)
+    return out
+
+
+
+
+@dataclass(frozen=True)
+class Launch:
+    impl: str  # the graph node of the host function
+    attrs: dict
+    function: object  # its Function facts
+    kernel: object  # the Kernel facts (the first of the candidates, which all agree on their slots)
+    kernel_path: str
+    ref: object  # the kernel-name reference
+    slots: dict[int, Slot]
+
+
+def single_kernel_launches(graph):
+    """Host functions with one kernel-name reference whose candidates agree on their slots."""
+    for impl in sorted(graph.nodes("impl")):
+        a = graph.attrs(impl)
+        fn = a.get("function")
+        if fn is None:
+            continue
+        krefs = [k for k in graph.out(impl, "launches") if graph.attrs(k)["ref"].kind == "host_name"]
+        all_refs = graph.out(impl, "launches")
+        if len(krefs) != 1 or len(all_refs) != 1:
+            continue
+        kid = krefs[0]
+        ref = graph.attrs(kid)["ref"]
+        rx = re.compile(ref.pattern + r"\Z")
+        kernels = []
+        for mop in graph.out(kid, "resolves"):
+            ma = graph.attrs(mop)
+            # only kernels the name really selects: a [[host_name]] of theirs matches (not a kernel that merely
+            # shares a prefix with the name, like `clamp_index` for "clamp_" + dtype)
+            named = any(rx.match(hn) for _p, reg in ma.get("registrations", []) for hn in reg.host_names)
+            if named or (ref.exact and ma["name"] == ref.literal):
+                kernels += list(ma.get("kernels", []))
+        if not kernels:
+            continue
+        sigs = {tuple((i, "ErrorMessages" in b.type) for i, b in sorted(kernel_slots(k).items())) for _p, k in kernels}
+        if len(sigs) != 1:
+            continue
+        kernel_path, kernel = kernels[0]
+        slots = kernel_slots(kernel)
+        if not slots:
+            continue
+        yield Launch(impl, a, fn, kernel, kernel_path, ref, slots)
