@@ -4,7 +4,8 @@ Flags `[enc setBuffer:getMTLBufferStorage(t) offset:o atIndex:k]` whose offset d
 binding at `t`'s first element:
 - `offset:0` for a tensor that may be a view (a parameter, or derived from one: `.contiguous()` and
   `.view()` keep the storage offset of a tensor that already was contiguous); tensors allocated in the
-  function (`at::empty`, `torch::zeros`, `empty_like`) start at offset 0 and are not flagged;
+  function (`at::empty`, `torch::zeros`, `empty_like`), or passed in freshly allocated by every caller in
+  the tree, start at offset 0 and are not flagged;
 - an offset taken from another tensor (`offset:a.storage_offset() * ...` when binding `b`);
 - `offset:t.storage_offset()` without the element size: `storage_offset()` counts elements, `setBuffer:offset:`
   takes bytes.
@@ -65,16 +66,33 @@ class StorageOffsetIgnored(Rule):
                     t = extflow.buffer_storage_arg(b[1])
                     if t is None:
                         continue
-                    problem = self._problem(fn, t, b[2], call.span.start)
+                    problem = self._problem(ctx.graph, f"impl:{path}:{fn.name}", fn, t, b[2], call.span.start)
                     if problem:
                         yield ctx.finding(self, path, call.args[1].span, problem)
 
     @staticmethod
-    def _problem(fn, t: str, off: str, at: int) -> str | None:
+    def _fresh_from_callers(graph, impl: str, fn, name: str) -> bool:
+        """``name`` is a parameter every caller in the tree passes a freshly allocated tensor for."""
+        idx = next((i for i, p in enumerate(fn.params) if p.name == name), None)
+        if idx is None:
+            return False
+        seen = False
+        for caller in graph.into(impl, "calls"):
+            cf = graph.attrs(caller).get("function")
+            if cf is None:
+                continue
+            for c in cf.calls:
+                if c.name == fn.name:
+                    if len(c.args) <= idx or not extflow.tensor_origin(cf, c.args[idx].text, c.span.start).fresh:
+                        return False
+                    seen = True
+        return seen
+
+    def _problem(self, graph, impl: str, fn, t: str, off: str, at: int) -> str | None:
         origin = extflow.tensor_origin(fn, t, at)
         fix = f"`offset:{t}.storage_offset() * {t}.element_size()`"
         if _ZERO.fullmatch(off):
-            if origin.fresh:
+            if origin.fresh or self._fresh_from_callers(graph, impl, fn, origin.root):
                 return None
             return (f"`{t}` may be a view with a non-zero storage offset (it comes from `{origin.root}`), but it is bound at "
                     f"offset 0: the kernel reads the start of the allocation instead of `{t}`; use {fix}.")
