@@ -29,10 +29,15 @@ class MpslintServer(LanguageServer):
         self.published: dict[str, list[lsp.Diagnostic]] = {}  # uri -> what the client shows
         self.kinds: dict[str, str] = {}  # uri -> source kind (for the suppression comment)
         self.init_options = None  # the client's initializationOptions (read when the workspace loads)
+        self.logged: set[str] = set()  # error messages already sent
         self.refused: dict[str, str | None] = {}  # uri -> why its buffer could not be linted (logged once)
 
     # ------------------------------------------------------------------ logging
     def log(self, message: str, level: lsp.MessageType = lsp.MessageType.Error) -> None:
+        if level == lsp.MessageType.Error:  # the same failure on every keystroke is said once
+            if message in self.logged:
+                return
+            self.logged.add(message)
         try:
             self.window_log_message(lsp.LogMessageParams(type=level, message=f"mpslint: {message}"))
         except Exception:  # no client to tell: nothing else to do
