@@ -72,10 +72,13 @@ def tensor_origin(fn: Function, expr: str, at: int | None = None, depth: int = 6
     cur = expr.strip()
     while depth > 0:
         depth -= 1
-        m = re.fullmatch(r"([A-Za-z_]\w*)\s*(?:(?:\.|->)\s*([A-Za-z_]\w*)\s*(?:<[^<>]*>)?\s*\((.*)\))?", cur, re.S)
-        if not m:
+        last = _last_method(cur)
+        if last is not None:
+            name, method, args = last
+        elif re.fullmatch(r"[A-Za-z_]\w*", cur):
+            name, method, args = cur, None, ""
+        else:
             break
-        name, method, args = m.group(1), m.group(2), m.group(3) or ""
         if method is not None:
             if method not in _VIEWING:
                 break
@@ -100,6 +103,25 @@ def tensor_origin(fn: Function, expr: str, at: int | None = None, depth: int = 6
         cur = init
     root = names[-1] if names else expr.strip()
     return Origin(tuple(names) or (expr.strip(),), root, fresh, contiguous, converted, follows)
+
+
+def _last_method(expr: str) -> tuple[str, str, str] | None:
+    """``x.to(k).contiguous()`` -> (``x.to(k)``, ``contiguous``, ``""``): the receiver, name and arguments of the
+    outermost method call, or None when ``expr`` does not end in one."""
+    if not expr.endswith(")"):
+        return None
+    depth = 0
+    for i in range(len(expr) - 1, -1, -1):
+        depth += expr[i] == ")"
+        depth -= expr[i] == "("
+        if depth == 0:
+            break
+    else:
+        return None
+    m = re.search(r"(?:\.|->)\s*([A-Za-z_]\w*)\s*(?:<[^<>()]*>)?\s*$", expr[:i])
+    if not m:
+        return None
+    return expr[: m.start()].strip(), m.group(1), expr[i + 1 : -1]
 
 
 _DTYPE_TEST = r"\s*(?:\.|->)\s*(?:scalar_type|dtype|is_floating_point|is_complex)\s*\("
@@ -194,9 +216,19 @@ def slot_binding(call: Call) -> tuple[int, str, str] | None:
     return int(m.group(1)), call.args[0].text.strip(), call.args[1].text.strip()
 
 
+_STORAGE_CAST = re.compile(
+    r"(?:__builtin_bit_cast\s*\(\s*id\s*<\s*MTLBuffer\s*>\s*,|\(\s*(?:__bridge\s+)?id\s*<\s*MTLBuffer\s*>\s*\)\s*\(?)"
+    r"\s*([A-Za-z_]\w*)\s*\.\s*storage\s*\(\s*\)\s*\.\s*data\s*\(\s*\)\s*\)?"
+)
+
+
 def buffer_storage_arg(text: str) -> str | None:
-    """``getMTLBufferStorage(t)`` / ``mps::getMTLBufferStorage(t)`` -> ``t``."""
+    """``getMTLBufferStorage(t)`` / ``mps::getMTLBufferStorage(t)`` / the cast it wraps
+    (``__builtin_bit_cast(id<MTLBuffer>, t.storage().data())``) -> ``t``."""
     m = re.fullmatch(r"(?:[\w:]+::)?getMTLBufferStorage\s*\(\s*(.+?)\s*\)", text.strip(), re.S)
+    if m:
+        return m.group(1)
+    m = _STORAGE_CAST.fullmatch(text.strip())
     return m.group(1) if m else None
 
 
