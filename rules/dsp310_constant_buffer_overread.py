@@ -1,7 +1,8 @@
 """
 ## What it does
-Compares what a host launch writes with `[enc setBytes:p length:n atIndex:k]` (or PyTorch's
-`mtl_setArgs(enc, ...)` / `mtl_setBytes(enc, x, k)`, which copy `sizeof(x)`) with what the launched kernel
+Compares what a host launch writes with `[enc setBytes:p length:n atIndex:k]` (or, for arrays, PyTorch's
+`mtl_setArgs(enc, ...)` / `mtl_setBytes(enc, x, k)`, which copy `sizeof(x)`; scalars bound that way are
+DSP312's) with what the launched kernel
 reads from its `constant` parameter `[[buffer(k)]]` (the kernel its `newFunctionWithName:` /
 pipeline-state name resolves to). Flags:
 - a kernel that reads more than the host writes: `constant uint3& sizes` (16 bytes: Metal's `uint3`
@@ -129,6 +130,8 @@ class ConstantBufferOverread(Rule):
             path = a["path"]
             for span, slot, ptr, length in self._byte_bindings(fn):
                 obj = host_object(fn, ptr, lambda d: ctx.source(path, d.span))
+                if length is None and (obj is None or "[" not in obj[1] and "<" not in obj[1]):
+                    continue  # a scalar through mtl_setArgs / mtl_setBytes: its width and kind are DSP312's
                 n = length_bytes(length, obj, fn) if length is not None else (obj[2] if obj is not None else None)
                 if n is None:
                     continue
