@@ -36,7 +36,8 @@ those skip empty iterators themselves. Not flagged either: constant-sized grids 
 such as `MTLSize grid = MTLSizeMake(1, 1, 1);`), launches inside a loop that skips empty inputs with
 `continue` or runs only while `n > 0`, and functions handed to other code as a value (a template
 argument, a function pointer), whose callers cannot be seen. Outside `native/mps`, a function with no tensor
-in scope (stream code replaying launches it recorded earlier) is not checked.
+in scope (stream code replaying launches it recorded earlier) is not checked, unless it asks for a kernel by
+name itself (`newFunctionWithName:`, a pipeline getter: an extension's launch helper taking sizes, not tensors).
 
 Guide: *Checklist* — "Handles empty tensors".
 """
@@ -104,8 +105,10 @@ class MissingEmptyGuard(Rule):
 
         for path in sorted(hosts):
             for fn in hosts[path].functions:
-                if not _OPS_PATH.search(path) and not _has_tensor(fn):
-                    continue  # stream/graph infrastructure re-issuing launches it recorded: no tensor can be empty here
+                if not _OPS_PATH.search(path) and not _has_tensor(fn) and not ctx.graph.out(f"impl:{path}:{fn.name}", "launches"):
+                    # stream/graph infrastructure re-issuing launches it recorded: no tensor can be empty here. A
+                    # function that asks for a kernel by name (an extension's launch helper) is op code all the same.
+                    continue
                 launch = None
                 fm = model.function(fn, hosts[path])
                 for call in hf.launches(fn):
