@@ -1,7 +1,7 @@
 """`mpslint smoke PATHS` (loaded lazily by mpslint.cli).  Text and JSON output of its own; the lead's
 reporters (SARIF, review bot ...) can consume `outcome_dict` / SmokeOutcome directly.
 
-Exit codes: 0 no finding, 1 findings (SMK401-404), 2 usage error, a missing dependency or an internal error
+Exit codes: 0 no finding, 1 findings (SMK401-405), 2 usage error, a missing dependency or an internal error
 of the runner (never reported as `skipped`)."""
 from __future__ import annotations
 
