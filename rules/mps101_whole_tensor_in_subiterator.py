@@ -51,6 +51,10 @@ from mpslint.semantic.expressions import strip_parens, walk
 from mpslint.semantic.model import semantic_model
 
 
+# a buffer taken with the sub-iterator's offset added, or only made resident: not a whole-tensor binding
+_SLICE_AWARE = {"iter_tensor_offset", "useResource", "useResources"}
+
+
 class WholeTensorInSubiterator(Rule):
     code = "MPS101"
     name = "whole-tensor-in-subiterator"
@@ -105,6 +109,9 @@ class WholeTensorInSubiterator(Rule):
         for call in fn.calls:
             if hf.in_loop(fn, call.stmt, loops):
                 continue  # the split loop itself
+            same_stmt = {c.name for c in fn.calls if c.stmt == call.stmt}
+            if call.name == "getMTLBufferStorage" and same_stmt & _SLICE_AWARE:
+                continue  # offset by the sub-iterator's own offset (`+ iter_tensor_offset(iter, k)`), or residency only
             for arg in hf.bound_args(call):
                 w = whole(arg.tree, call.stmt) if arg.tree is not None else None
                 if w:

@@ -40,6 +40,11 @@ does not bound `rows * cols`, `A || B` proves only what both arms prove. A bound
 bounds each factor (`n * D <= INT32_MAX` bounds `D`). Dimension counts (`t.dim()`, `t.sizes().size()`,
 `iter.ndim()`) are at most 64 and never flagged.
 
+A dimension computed from the sizes of tensors that a dominating check keeps addressable in 32 bits
+(`canUse32BitIndexMath(input)`, `input.numel() <= INT32_MAX`) is not reported: each of those sizes fits, and
+so does what the op derives from them in practice (an output width from an input width). Linear extents
+get no such allowance.
+
 **Severity.** A linear extent (a numel, a product of sizes, a byte count or offset) narrowed unchecked is an
 error; one dimension's size or stride is a warning: the message says which.
 
@@ -103,6 +108,8 @@ class UncheckedNarrowing(Rule):
             r = fm.range(n, stmt)
             if fits(r.lo if r.lo is not None else -(1 << 70), r.hi if r.hi is not None else 1 << 70, target):
                 return None
+            if extent == "dim" and any(fm.tensor_bounded(t, stmt, kind == "stride") for t, kind in fm.sized_from(n, stmt)):
+                return None  # a dimension computed from tensors a check keeps addressable in 32 bits
             return extent, fm.near_miss(n, stmt)
 
         def message_tail(extent, miss, shown):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ..facts.cpp import Function
 from . import ranges as R
 from .definitions import Definitions
-from .expressions import Node, int_literal, strip_parens
+from .expressions import Node, int_literal, strip_parens, walk
 from .guards import Condition, dominating_conditions
 from .ranges import Interval
 from .symbols import FileTables, Scope
@@ -374,12 +374,17 @@ class FunctionModel:
             b = bounds.get(self.key(n, stmt, env=env))
             if b is not None:
                 r = r.meet(b.interval)
-            owner = _size_owner(n)
+            o = self.origin(n, stmt)[0] if n.kind == "id" else n
+            owner = _size_owner(o)
             if owner is not None and bounds:
                 # one size of a tensor (or iterator) is at most its element count, when it has elements
                 nb = bounds.get(self.key(owner, stmt, env=env) + ".numel()")
                 if nb is not None and nb.interval.hi is not None:
                     r = r.meet(Interval(None, nb.interval.hi))
+            owner = owner if owner is not None else _stride_owner(o)
+            if owner is not None and bounds and self.key(owner, stmt, env=env) + "#32bit" in bounds:
+                # `canUse32BitIndexMath(t)`: every offset t can address fits, so does each size and stride
+                r = r.meet(Interval(None, R.INT32_MAX))
         return r
 
     def _range(self, n: Node, stmt: int, depth: int, env) -> Interval:
@@ -726,6 +731,37 @@ class FunctionModel:
             return "linear" if "linear" in ks else ("dim" if "dim" in ks else None)
         return None
 
+    def sized_from(self, node: Node, stmt: int) -> set[tuple[str, str]]:
+        """(key, "size" | "stride") of the tensors (or iterators) whose sizes or strides ``node`` is computed
+        from; an element count or byte count is a "size"."""
+        out: set[tuple[str, str]] = set()
+        o, at = self.origin(node, stmt)
+        for n in walk(o):
+            owner, kind = _size_owner(n), "size"
+            if owner is None:
+                owner, kind = _stride_owner(n), "stride"
+            if owner is None and n.kind == "call" and n.op in LINEAR_CALLS and n.receiver is not None:
+                owner, kind = n.receiver, "size"
+            if owner is not None:
+                out.add((self.key(owner, at), kind))
+            elif n.kind == "id" and n is not o:
+                oo, _ = self.origin(n, at)
+                if oo is not n:
+                    out |= self.sized_from(n, at)
+        return out
+
+    def tensor_bounded(self, tensor_key: str, stmt: int, strides: bool = False) -> bool:
+        """A dominating check keeps ``tensor_key`` addressable in 32 bits: `canUse32BitIndexMath` /
+        `can_use_32bit_indexing` holds for it (sizes and strides), or its numel is bounded by a 32-bit limit
+        (sizes only: a sliced view's stride can exceed its element count)."""
+        b = self.bounds(stmt)
+        if tensor_key + "#32bit" in b:
+            return True
+        if strides:
+            return False
+        nb = b.get(tensor_key + ".numel()")
+        return nb is not None and nb.interval.hi is not None and nb.interval.hi <= R.UINT32_MAX
+
     def near_miss(self, node: Node, stmt: int) -> Condition | None:
         """A dominating check that mentions what ``node`` is computed from but does not bound it."""
         from .expressions import identifiers
@@ -752,6 +788,18 @@ def _size_owner(n: Node) -> Node | None:
     if n.kind == "index":
         base = strip_parens(n.kids[0])
         if base.kind == "call" and base.op in ("sizes", "shape", "sym_sizes") and base.receiver is not None:
+            return base.receiver
+    return None
+
+
+def _stride_owner(n: Node) -> Node | None:
+    """The tensor whose stride or storage offset ``n`` is: ``t`` for ``t.stride(1)``, ``t.strides()[i]``."""
+    n = strip_parens(n)
+    if n.kind == "call" and n.op in ("stride", "sym_stride", "storage_offset") and n.receiver is not None:
+        return n.receiver
+    if n.kind == "index":
+        base = strip_parens(n.kids[0])
+        if base.kind == "call" and base.op in ("strides", "sym_strides") and base.receiver is not None:
             return base.receiver
     return None
 

@@ -204,3 +204,12 @@ def test_numel_bound_bounds_each_size_not_strides():
     assert fm.range(node, stmt).hi > UINT32_MAX  # a slice's stride is not bounded by its element count
     node, stmt = decl(fm, "o")
     assert fm.range(node, stmt).hi > UINT32_MAX  # another tensor
+
+
+def test_32bit_index_math_bounds_sizes_and_strides():
+    fm = _fm("const bool ok = canUse32BitIndexMath(t) && canUse32BitIndexMath(u);\nif (ok) {\n  auto probe = t.stride(2);\n  auto w = u.size(0);\n}\nauto outside = t.stride(2);")
+    assert _hi(fm) == INT32_MAX
+    node, stmt = decl(fm, "w")
+    assert fm.range(node, stmt).hi == INT32_MAX
+    node, stmt = decl(fm, "outside")
+    assert fm.range(node, stmt).hi > UINT32_MAX
