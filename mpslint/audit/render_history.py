@@ -126,14 +126,15 @@ def line_chart(points: list[dict], key: str, classes: tuple[str, ...], chart_id:
         svg.append(f'<text x="{x(i):.1f}" y="{Y1 + 17}" text-anchor="middle" fill="#57606a">{escape(_short(p["commit"])[:7])}</text>')
         svg.append(f'<text x="{x(i):.1f}" y="{Y1 + 31}" text-anchor="middle" fill="#57606a">{escape(_day(p["date"]))}</text>')
     idx = [i for i, p in enumerate(points) if p.get(key) is not None]
+    radius = 3.5 if n <= 30 else 2.0 if n <= 120 else 0  # many points: thinner markers, then the lines alone
     for li, c in enumerate(classes):
         pts = " ".join(f"{x(i):.1f},{y(points[i][key][c]):.1f}" for i in idx)
         svg.append(f'<polyline class="line" data-class="{c}" points="{pts}" fill="none" stroke="{COLORS[c]}" stroke-width="2.5"/>')
-        for i in idx:
+        for i in idx if radius else ():
             p = points[i]
             v = p[key][c]
             svg.append(
-                f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3.5" fill="{COLORS[c]}"><title>{escape(c)}: {v} at '
+                f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="{radius}" fill="{COLORS[c]}"><title>{escape(c)}: {v} at '
                 f'{escape(_short(p["commit"]))} ({escape(_day(p["date"]))}) {escape(p["subject"])}</title></circle>'
             )
         last = points[idx[-1]][key][c] if idx else 0
