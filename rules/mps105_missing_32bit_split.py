@@ -59,6 +59,7 @@ from mpslint import hostflow as hf
 from mpslint.model import Severity
 from mpslint.rule import Rule
 from mpslint.semantic.expressions import Node, identifiers, strip_parens, walk
+from mpslint.semantic.guards import CHECKS
 from mpslint.semantic.model import semantic_model
 from mpslint.semantic.ranges import UINT32_MAX
 
@@ -176,17 +177,26 @@ class Missing32BitSplit(Rule):
         """``can_use_32bit_indexing()`` picks the kernel variant: its result is kept in a local the function
         reads again (``use_64bit ? "k_64" : "k_32"``), so a 64-bit variant exists for large iterators."""
         fn = fm.fn
+
+        def checks_it(tree) -> bool:
+            for n in walk(tree):
+                if n.kind == "call" and n.op in ("can_use_32bit_indexing", "canUse32BitIndexMath"):
+                    recv = n.receiver if n.receiver is not None else (n.args[0] if n.args else None)
+                    if recv is not None and strip_parens(recv).key() == it:
+                        return True
+            return False
+
         flags = set()
         for d in fn.decls:
-            if d.init is not None and d.init.tree is not None:
-                for n in walk(d.init.tree):
-                    if n.kind == "call" and n.op in ("can_use_32bit_indexing", "canUse32BitIndexMath"):
-                        recv = n.receiver if n.receiver is not None else (n.args[0] if n.args else None)
-                        if recv is not None and strip_parens(recv).key() == it:
-                            flags.add(d.name)
+            if d.init is not None and d.init.tree is not None and checks_it(d.init.tree):
+                flags.add(d.name)  # `const bool use_64bit = !iter.can_use_32bit_indexing();`
+        for c in fn.calls:
+            # `TORCH_CHECK(use_64bit_index || iter.can_use_32bit_indexing())`: the flag names the 64-bit variant
+            if c.name in CHECKS and c.args and c.args[0].tree is not None and checks_it(c.args[0].tree):
+                flags |= {x for x in identifiers(c.args[0].tree) if x != it}
         if not flags:
             return False
         for c in fn.calls:
-            if c.tree is not None and flags & identifiers(c.tree):
-                return True
-        return any(s.tree is not None and flags & identifiers(s.tree) for s in fn.stmts)
+            if c.name not in CHECKS and c.tree is not None and flags & identifiers(c.tree):
+                return True  # the flag feeds a call: the pipeline name, a helper that picks the variant
+        return any(s.kind == "if_statement" and s.tree is not None and flags & identifiers(s.tree) for s in fn.stmts)
