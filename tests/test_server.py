@@ -250,3 +250,17 @@ def test_settings_from_client_options():
     assert s.select == ["MPS1"] and s.debounce_ms == 80 and s.scope == "tree" and s.no_cache is False
     assert len(problems) == 2 and any("bogus" in p for p in problems) and any("noCache" in p for p in problems)
     assert Settings.from_options(None) == (Settings(), [])
+
+
+@pytest.mark.asyncio
+async def test_a_file_changed_on_disk_updates_the_open_files(client: LanguageClient, tree: Path):
+    mm = tree / OPS / "BinaryOps.mm"
+    mm_uri = mm.as_uri()
+    before = await diagnostics_for(client, mm_uri, after=lambda: open_doc(client, mm))
+    assert [d for d in before if d.code == "DSP301" and d.range.start.line == 33]
+    yaml_path = tree / YAML  # not open: a git checkout rewrites it
+    text = yaml_path.read_text(encoding="utf-8")
+    yaml_path.write_text(text.replace("    CPU, CUDA: copysign_Scalar_out\n    MPS: copysign_Scalar_out_mps  # expect: DSP301\n", "    CPU, CUDA, MPS: copysign_Scalar_out\n"), encoding="utf-8")
+    after = await diagnostics_for(client, mm_uri, after=lambda: client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(
+        changes=[lsp.FileEvent(uri=yaml_path.as_uri(), type=lsp.FileChangeType.Changed)])))
+    assert not [d for d in after if d.code == "DSP301" and d.range.start.line == 33]

@@ -124,6 +124,35 @@ class MpslintServer(LanguageServer):
         self.published[uri] = diags
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=doc.version))
 
+    def files_changed(self, changes: list[lsp.FileEvent]) -> None:
+        """Files changed on disk behind the editor (a git checkout): re-read those not open, re-lint the open ones."""
+        if self.state is None:
+            return
+        any_changed = False
+        for ch in changes:
+            path = to_fs_path(ch.uri)
+            if ch.uri in self.workspace.text_documents or not path:
+                continue  # an open buffer is what the user sees: it wins over the disk
+            changed, internal = self.state.reread(path)
+            for msg in internal:
+                self.log(msg)
+            any_changed |= changed
+        if any_changed:
+            for uri in list(self.kinds):
+                if uri in self.workspace.text_documents:
+                    self.publish(uri)
+
+    def watch(self) -> None:
+        """Ask the client to report changes of the files mpslint reads, when it can (dynamic registration)."""
+        ws = self.client_capabilities.workspace
+        dcw = ws.did_change_watched_files if ws is not None else None
+        if dcw is None or not dcw.dynamic_registration:
+            return
+        globs = ["**/*.mm", "**/*.metal", "**/*.h", "**/*.hpp", "**/*.cpp", "**/native_functions.yaml", "**/common_mps.py"]
+        options = lsp.DidChangeWatchedFilesRegistrationOptions(watchers=[lsp.FileSystemWatcher(glob_pattern=g) for g in globs])
+        reg = lsp.Registration(id="mpslint-watch", method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options)
+        self.client_register_capability(lsp.RegistrationParams(registrations=[reg]))
+
     def schedule(self, uri: str) -> None:
         old = self.pending.pop(uri, None)
         if old is not None:
@@ -224,6 +253,7 @@ def build_server() -> MpslintServer:
     @guard
     def initialized(params: lsp.InitializedParams):
         server.start()
+        server.watch()
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     @guard
@@ -250,6 +280,11 @@ def build_server() -> MpslintServer:
     @guard
     def did_close(params: lsp.DidCloseTextDocumentParams):
         server.close(params.text_document.uri)
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    @guard
+    def did_change_watched_files(params: lsp.DidChangeWatchedFilesParams):
+        server.files_changed(params.changes)
 
     @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]))
     @guard

@@ -191,6 +191,25 @@ class Workspace:
     def _knows(self, path: str) -> bool:
         return self._neighbourhood is not None and path in self._neighbourhood.nodes_of
 
+    def reread(self, fs_path: str) -> tuple[bool, list[str]]:
+        """A file changed, appeared or went away on disk (not open in the editor): read it again. A new
+        file under the root that discovery would find becomes part of the tree."""
+        d = self.discovered(fs_path)
+        if d is None:
+            return False, []
+        p = Path(fs_path)
+        if p.is_file() and not (self.config.exclude and self.config.excluded(d.path)):
+            try:
+                p.resolve().relative_to(self.root)
+                inside = kind_of(p.resolve().relative_to(self.root), explicit=False) is not None
+            except (ValueError, OSError):
+                inside = False
+            if inside:
+                self.tree.add(d.path)
+        if d.path not in self.tree:
+            return False, []
+        return self.update(fs_path, None)
+
     # ------------------------------------------------------------------ linting
     def lint(self, fs_path: str) -> Outcome:
         d = self.discovered(fs_path)
