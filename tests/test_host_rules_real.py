@@ -39,15 +39,23 @@ def test_host_rules_silent_on_real_host_headers(real_tree):
 def test_exec_kernel_templates_are_seen_as_splitting(real_tree):
     """The facts behind the silence: the header's exec_*_with_params recurse over sub-iterators and guard numel()."""
     from mpslint import hostflow as hf
+    from mpslint.semantic.model import semantic_model
 
     result = lint(LintOptions(paths=[str(real_tree)], select=["MPS105"]))
     utils = next(f for p, f in result.project.hosts.items() if p.endswith("OperationUtils.h"))
+    model = semantic_model(result.project)
     fns = {hf.short_name(fn.name): fn for fn in utils.functions}
     for name in ("exec_unary_kernel_with_params", "exec_binary_kernel_with_params"):
         fn = fns[name]
-        assert hf.subiter_loops(fn) and hf.has_32bit_check(fn) >= 0
+        fm = model.function(fn, utils)
+        assert hf.subiter_loops(fn)
         launch = hf.launches(fn)
-        assert launch and all(hf.empty_guarded(fn, c.stmt) for c in launch)
+        assert launch
+        for c in launch:
+            bounds = fm.bounds(c.stmt)
+            # the early return over the split proves the iterator 32-bit, the numel() == 0 return proves it non-empty
+            assert "iter#32bit" in bounds, sorted(bounds)
+            assert bounds["iter.numel()"].interval.lo >= 1
 
 
 def test_mps109_on_real_metal_headers_is_the_hand_checked_set(real_tree):
