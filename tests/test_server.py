@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
@@ -30,7 +31,25 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "mpslint", "server"], server_env=None))
+def make_client() -> LanguageClient:
+    """pytest-lsp's test client, whose publishDiagnostics handler also queues every notification per
+    document, so that two arriving back to back (a yaml edit re-lints the open .mm) are both seen."""
+    from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
+
+    client = pytest_lsp.make_test_lsp_client()
+    client.published = {}  # uri -> asyncio.Queue of diagnostics lists
+    default = DEFAULT_CLIENT_FEATURES[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
+
+    def record(client: LanguageClient, params: lsp.PublishDiagnosticsParams):
+        default(client, params)
+        client.published.setdefault(params.uri, asyncio.Queue()).put_nowait(params.diagnostics)
+
+    client.protocol.fm.features.pop(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, None)
+    register_lsp_features(client, {lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: record})
+    return client
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "mpslint", "server"], client_factory=make_client))
 async def client(lsp_client: LanguageClient, tree: Path):
     await lsp_client.initialize_session(
         lsp.InitializeParams(
@@ -52,21 +71,13 @@ def check_json(tree: Path, rel: str) -> list[dict]:
 
 
 async def diagnostics_for(client: LanguageClient, uri: str, *, after=None) -> list[lsp.Diagnostic]:
-    """Wait for the next publishDiagnostics of ``uri`` (``after`` runs once the waiting has started)."""
-    import asyncio
-
-    waiter = asyncio.ensure_future(_next(client, uri))
-    await asyncio.sleep(0)
+    """The next publishDiagnostics of ``uri`` after what was already taken (``after`` sends the message
+    that should cause it)."""
+    queue = client.published.setdefault(uri, asyncio.Queue())
+    assert queue.empty(), f"unexpected publishDiagnostics for {uri}"
     if after is not None:
         after()
-    return await asyncio.wait_for(waiter, TIMEOUT)
-
-
-async def _next(client: LanguageClient, uri: str):
-    while True:
-        params = await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        if params.uri == uri:
-            return params.diagnostics
+    return await asyncio.wait_for(queue.get(), TIMEOUT)
 
 
 def open_doc(client: LanguageClient, path: Path, text: str | None = None, language: str = "objective-cpp") -> str:
