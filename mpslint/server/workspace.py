@@ -117,7 +117,9 @@ class Workspace:
         context = context_files(files, self.opts, self.root, problems)
         internal: list[str] = []
         with gc_paused():
-            entries, errors = read_entries(files, context, None, self.cache, None, internal)
+            # serial: the server has threads (pygls reads stdin in one), and forking a threaded process for
+            # a worker pool can deadlock the children; a cold start costs ~1.4x, a warm one is all cache hits
+            entries, errors = read_entries(files, context, None, self.cache, 1, internal)
         self.problems += problems + internal
         self.entries = {e.discovered.path: e for e in entries}
         self.disk_errors = {e.path: e for e in errors}
