@@ -155,4 +155,11 @@ def run_smoke(paths: list, options: Optional[SmokeOptions] = None) -> SmokeRepor
     from .engine import Engine
     options = options or SmokeOptions()
     backend = choose_backend(options.backend)
-    return Engine(backend, options).run([Path(p) for p in paths])
+    report = Engine(backend, options).run([Path(p) for p in paths])
+    if options.large_index:
+        from .links import link_mtl204
+        try:
+            report.outcomes = link_mtl204(report.outcomes)
+        except Exception as e:   # the lint behind the link failed: an error of the run, reported, not hidden
+            report.errors.append(f"linking SMK405 to MTL204 failed: {type(e).__name__}: {e}")
+    return report

@@ -42,3 +42,6 @@ def test_wrapped_32_bit_offsets_are_found_and_a_64_bit_one_is_clean(smoke_cache)
     assert wrap["code"] == "SMK405" and "at byte 0 (element 0)" in wrap["message"]
     assert "element 4294967296" in wrap["message"]
     assert ok["code"] is None and ok["status"] == "passed" and ok["variant"] == "large-index"
+    # each wrapped offset is linked to the MTL204 finding on the same kernel's 32-bit index arithmetic
+    assert "MTL204 flags the 32-bit offset arithmetic at" in neg["message"] and "large_index.metal:14:" in neg["message"]
+    assert "large_index.metal:28:" in wrap["message"]
