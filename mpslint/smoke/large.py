@@ -119,8 +119,9 @@ def judge(v, res, launch, group_first: dict) -> tuple:
         return None, "skipped", ("the threadgroups near the windows touched no big buffer: the [kernel.large] "
                                  "sizes do not reach them")
     mapped = sum(nb for nb, _e, _n in bufs.values())
+    reached = [w for w in info["windows"] if w // ept < n[0] * n[1] * n[2]]   # windows inside the grid
     return None, "passed", (f"no wrapped offset: {touched} pages touched by the threadgroups near "
-                            f"{' and '.join(_pow(w) for w in info['windows'])} elements stay in their region "
+                            f"{' and '.join(_pow(w) for w in reached)} elements stay in their region "
                             f"({mapped / 2 ** 30:.1f} GiB mapped sparse, kernel process peak RSS "
                             f"{res.peak_rss_kb / 1024:.1f} MiB)")
 
