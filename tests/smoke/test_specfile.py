@@ -57,6 +57,7 @@ def test_malformed_tables_become_spec_errors_not_crashes(tmp_path):
         _decl("[[kernel]\n", tmp_path, "bad.toml")
 
 
+@needs_torch
 def test_expressions_are_a_checked_subset():
     assert specexpr.size("ceil_div(N, 4) * 2 + (1 << 3)", {"N": 10}) == 14
     with pytest.raises(specexpr.SpecExprError, match="attributes are not allowed"):
