@@ -78,7 +78,10 @@ def host_launches(graph, kernel: str) -> list[dict]:
             slots = {k: t for k, (t, _c) in got[0].items()} if got else {}
             dispatch = [f"{c.name}({', '.join(x.text for x in c.args)})" for c in fn.calls
                         if _DISPATCH.match(c.name) and c.span.start >= ref.span.start][:2]
-            out.append({"fn": fn.name, "path": a.get("path", ""), "slots": slots, "dispatch": dispatch})
+            # `params.rows = self.size(0);`: what the host puts in each field of a struct it binds
+            fields = {x.lhs.replace(" ", ""): x.rhs.text for x in fn.assigns if "." in x.lhs and x.op == "="}
+            out.append({"fn": fn.name, "path": a.get("path", ""), "slots": slots, "dispatch": dispatch,
+                        "fields": fields})
     return out
 
 
@@ -141,14 +144,16 @@ def _kernel_table(k, facts_list, structs, launches, text: str) -> list[str]:
     if k.threadgroup_params:
         out.append(f"tgmem = {_toml_list(['TODO'] * len(k.threadgroup_params))}   # bytes of " +
                    ", ".join(f"`{n}` [[threadgroup({i})]]" for i, n, _s in sorted(k.threadgroup_params)))
-    bound = {}
+    bound, host_fields = {}, {}
     for L in launches:
         for slot, arg in L["slots"].items():
             bound.setdefault(slot, arg)
+        for lhs, rhs in L.get("fields", {}).items():
+            host_fields.setdefault(lhs, rhs)
     for b in sorted(k.buffers, key=lambda b: b.index):
         lo = max(text.rfind(",", 0, b.span.start), text.rfind("(", 0, b.span.start)) + 1   # with its address space
         decl = text[lo:b.span.end] if b.span.end <= len(text) else b.type
-        out += [""] + _buffer_table(b, decl, templated, structs, bound.get(b.index))
+        out += [""] + _buffer_table(b, decl, templated, structs, bound.get(b.index), host_fields)
     out.append("")
     return out
 
@@ -157,7 +162,8 @@ def _toml_list(xs) -> str:
     return "[" + ", ".join(_toml_str(x) if isinstance(x, str) else str(x) for x in xs) + "]"
 
 
-def _buffer_table(b, decl: str, templated: bool, structs: dict, host_text: str | None) -> list[str]:
+def _buffer_table(b, decl: str, templated: bool, structs: dict, host_text: str | None,
+                  host_fields: dict | None = None) -> list[str]:
     base = _base_type(b.type)
     pointer = "*" in b.type
     writable = bool(re.search(r"\bdevice\b", decl)) and not re.search(r"\bconst\b", decl.split("*")[0])
@@ -170,7 +176,9 @@ def _buffer_table(b, decl: str, templated: bool, structs: dict, host_text: str |
         fields = structs[base]
         out.append("fields = [")
         for fname, ftype in fields.items():
-            out.append(f"  {{ name = {_toml_str(fname)}, type = {_toml_str(_field_type(ftype))}, value = \"TODO\" }},")
+            set_by = (host_fields or {}).get(f"{host_text}.{fname}") if host_text else None
+            note = f"   # the host: {host_text}.{fname} = {set_by}" if set_by else ""
+            out.append(f"  {{ name = {_toml_str(fname)}, type = {_toml_str(_field_type(ftype))}, value = \"TODO\" }},{note}")
         out.append("]")
         return out
     if d is None and not pointer and dtype != "{T}":

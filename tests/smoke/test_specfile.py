@@ -124,6 +124,7 @@ def test_suggest_spec_writes_a_loadable_skeleton_with_what_the_host_binds(tmp_pa
     # from the host code in ../operations/RowScan.mm
     assert "# the host binds: self" in r.stdout and "launched by row_scan_out_mps" in r.stdout
     assert "dispatchThreads(MTLSizeMake(self.size(1), self.size(0), 1)" in r.stdout
+    assert "# the host: params.rows = self.size(0)" in r.stdout
 
 
 @needs_torch
