@@ -40,23 +40,31 @@ def _host_names(facts_list, kernel: str) -> list[str]:
     return out
 
 
-def _name_pattern(kernel: str, hosts: list[str]) -> tuple[str, str]:
-    """(name or pattern, the dtype placeholder's example) for the [[kernel]] table."""
+def _name_pattern(kernel: str, hosts: list[str]) -> str:
+    """The [[kernel]] name: the one host name, or a pattern over all of them (`im2col_{T}_{K:u32|u64}`):
+    token positions that hold dtype names become {T}, {U}; other varying positions {K:a|b}."""
     if not hosts:
-        return kernel, ""
+        return kernel
     if len(hosts) == 1:
-        return hosts[0], ""
-    stems = set()
-    first = ""
-    for h in hosts:
-        parts = h.rsplit("_", 1)
-        if len(parts) != 2 or parts[1] not in dtypes.BY_NAME:
-            return hosts[0], ""
-        stems.add(parts[0])
-        first = first or parts[1]
-    if len(stems) == 1:
-        return f"{stems.pop()}_{{T}}", first
-    return hosts[0], ""
+        return hosts[0]
+    rows = [h.split("_") for h in hosts]
+    if len({len(r) for r in rows}) != 1:
+        return hosts[0]
+    parts, dtype_names, words = [], iter(("T", "U", "V")), iter(("K", "L", "M"))
+    for col in zip(*rows):
+        vals = list(dict.fromkeys(col))
+        if len(vals) == 1:
+            parts.append(vals[0])
+        elif all(v in dtypes.BY_NAME for v in vals):
+            parts.append("{" + next(dtype_names, "T") + "}")
+        else:
+            parts.append("{" + next(words, "K") + ":" + "|".join(vals) + "}")
+    return "_".join(parts)
+
+
+_VECTOR = re.compile(r"^(?:metal::)?(u?int|u?long|u?short|u?char|float|half|bfloat|bool)([234])$")
+_TEMPLATE_VEC = re.compile(r"^vec<\s*(\w+)\s*,\s*([234])\s*>$")
+_SIZE = re.compile(r"MTLSizeMake\(([^)]*)\)")
 
 
 def host_launches(graph, kernel: str) -> list[dict]:
@@ -124,8 +132,8 @@ def _array_extent(text: str, struct: str, fname: str, ftype: str) -> str:
 
 def _kernel_table(k, facts_list, structs, launches, text: str) -> list[str]:
     hosts = _host_names(facts_list, k.name)
-    name, _example = _name_pattern(k.name, hosts)
-    templated = bool(re.search(r"\btemplate\s*<", k.function.qualifiers or "")) or "{T}" in name
+    name = _name_pattern(k.name, hosts)
+    templated = k.function.template or "{T}" in name
     out = ["[[kernel]]", f"name = {_toml_str(name)}"]
     if hosts and name != hosts[0] or len(hosts) > 1:
         out.append(f"# host names: {', '.join(hosts[:8])}{' ...' if len(hosts) > 8 else ''}")
@@ -140,7 +148,14 @@ def _kernel_table(k, facts_list, structs, launches, text: str) -> list[str]:
             rank = max(rank, int(m.group(1)) if m else 1)
     out.append('vars = { N = "TODO" }')
     out.append(f"grid = {_toml_list(['TODO'] * rank)}         # threads (or `groups = [...]` for threadgroups)")
-    out.append(f"group = {_toml_list([32] + [1] * (rank - 1))}")
+    group = [32] + [1] * (rank - 1)
+    for L in launches:   # the host's threadsPerThreadgroup, when it is literal
+        sizes = _SIZE.findall(" ".join(L["dispatch"]))
+        lit = [int(x) for x in sizes[-1].split(",") if x.strip().isdigit()] if len(sizes) >= 2 else []
+        if len(lit) == len(sizes[-1].split(",")) and lit:
+            group = (lit + [1, 1])[:max(rank, 1)]
+            break
+    out.append(f"group = {_toml_list(group)}")
     if k.threadgroup_params:
         out.append(f"tgmem = {_toml_list(['TODO'] * len(k.threadgroup_params))}   # bytes of " +
                    ", ".join(f"`{n}` [[threadgroup({i})]]" for i, n, _s in sorted(k.threadgroup_params)))
@@ -180,6 +195,14 @@ def _buffer_table(b, decl: str, templated: bool, structs: dict, host_text: str |
             note = f"   # the host: {host_text}.{fname} = {set_by}" if set_by else ""
             out.append(f"  {{ name = {_toml_str(fname)}, type = {_toml_str(_field_type(ftype))}, value = \"TODO\" }},{note}")
         out.append("]")
+        return out
+    vec = _VECTOR.match(base) or _TEMPLATE_VEC.match(base)
+    if d is None and not pointer and vec:
+        scalar = dtypes.lookup(vec.group(1))
+        elem = scalar.name if scalar else "{I}"
+        note = "" if scalar else f"   # `{base}`: give {{I}} (e.g. with `cases`) or write the element type"
+        out.append(f"fields = [{{ name = {_toml_str(b.name)}, type = {_toml_str(elem + vec.group(2))}, "
+                   f"value = {_toml_list(['TODO'] * int(vec.group(2)))} }}]{note}")
         return out
     if d is None and not pointer and dtype != "{T}":
         out.append(f"# `{b.type}`: a struct mpslint did not find in this file: list its fields in order")

@@ -150,3 +150,10 @@ def test_the_shipped_library_loads_without_errors():
     assert not lib.errors and lib.files
     assert all(not d.error for _p, decls in lib.files for d in decls), [d.error for _p, ds in lib.files for d in ds]
     assert lib.lookup("im2col_float_u32") and lib.lookup("col2im_kernel_half")
+
+
+def test_suggest_spec_patterns_over_dtype_and_word_positions():
+    from mpslint.smoke.suggest import _name_pattern
+    hosts = ["im2col_float_u32", "im2col_float_u64", "im2col_half_u32", "im2col_half_u64"]
+    assert _name_pattern("im2col", hosts) == "im2col_{T}_{K:u32|u64}"
+    assert _name_pattern("k", ["k_float", "k_half_extra"]) == "k_float"     # shapes differ: the first name
