@@ -30,9 +30,9 @@ NOTES = """## What the library covers, and what it does not
 Families with specs (mpslint/smoke/specs/*.toml): im2col/col2im, cat, softmax/log_softmax, norms (rms_norm),
 index/gather/scatter (gather, scatter_add, scatter_reduce prod/amax/amin), pooling (adaptive_avg_pool2d
 forward/backward), upsampling (bilinear/bicubic 2-D, anti-aliased, linear 1-D, uint8 bilinear), sort (single-block,
-plain and stable), reductions (bincount).  Not covered: scans (ScanKernel.metal, 44 k characters) and the generic
-reductions (ReduceOps.metal, 92 k characters) were not assembled here; layer/group norm, max pooling, index_put
-and the rest of the 74 kernel files neither.
+plain and stable), reductions (bincount), scans (logcumsumexp, cummin, cummax; innermost and outer dim).  Not
+covered: the generic reductions (ReduceOps.metal, 92 k characters) were not assembled here; layer/group norm, max
+pooling, index_put and the rest of PyTorch's kernel files neither.
 
 Registered kernels without a launch (the "no launch plan" column), by file: SoftMax -- the split-row
 (partial/finalize), strided-split and backward kernels; Sort -- the multi-block merge path (mb_sort_block,
