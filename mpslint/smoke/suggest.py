@@ -63,7 +63,7 @@ def _name_pattern(kernel: str, hosts: list[str]) -> str:
 
 
 _VECTOR = re.compile(r"^(?:metal::)?(u?int|u?long|u?short|u?char|float|half|bfloat|bool)([234])$")
-_TEMPLATE_VEC = re.compile(r"^vec<\s*(\w+)\s*,\s*([234])\s*>$")
+_TEMPLATE_VEC = re.compile(r"^vec<\s*(.+?)\s*,\s*([234])\s*>$")
 _SIZE = re.compile(r"MTLSizeMake\(([^)]*)\)")
 
 
