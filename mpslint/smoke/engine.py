@@ -23,6 +23,8 @@ class Engine:
     # ------------------------------------------------------------ driver
     def run(self, paths: list[Path]) -> SmokeReport:
         problems = preflight.missing_dependencies(self.backend)
+        if self.options.large_index and self.backend.name != "host":   # sparse mappings are the host runtime's
+            problems.append("--large-index runs need the host backend (--backend host)")
         if problems:   # a missing dependency is an error of the run, never a skipped kernel
             raise preflight.SmokeEnvironmentError(preflight.environment_message(problems))
         self.library = specfile.SpecLibrary.load(self.options.specs, builtin=self.options.builtin_specs)
