@@ -1,4 +1,6 @@
-"""Checks a fix must pass before the fixer keeps it, beyond "re-parses" and "the finding is gone":
+"""Checks a fix must pass before the fixer keeps it, beyond "re-parses" and "the finding is gone"
+(``complete`` runs the names check when a rule builds its finding: a fix gets the includes its names
+need, or is not offered when no include can make them reachable):
 
 - **names** (every file): the fix's new text introduces no name (of mpslint.names' table) that nothing the
   fixed file includes declares, nor an unqualified one its namespaces and ``using`` directives do not reach;
@@ -25,6 +27,50 @@ def undeclared_names(before: str, edits, after: str, kind: str, includes=None) -
     """Names ``edits`` (applied to ``before``, giving ``after``) introduce that ``after`` cannot reach."""
     pairs = [(before[e.start : e.end], e.content) for e in edits]
     return names.undeclared(pairs, after, includes, metal=kind == "metal")
+
+
+def complete(ctx, fix, scopes: dict):
+    """``fix`` as a rule may offer it: with the ``#include`` lines added that the names it writes need
+    (mpslint.names), or None when that cannot make them reachable (Metal embedded in a string, an
+    unqualified name whose namespace the file does not open or use). ``scopes`` caches one
+    ``names.Scope`` per file (and Metal piece) for a run."""
+    from dataclasses import replace
+
+    from .fixedits import include_edit
+
+    project = ctx.project
+    by_piece: dict[tuple, list] = {}
+    for e in fix.edits:
+        src = project.sources.get(e.path)
+        if src is None or src.kind not in ("host", "metal"):
+            continue
+        piece = next(((m.base, m.end) for m in project.metals.get(e.path, ()) if m.embedded and m.base <= e.start < m.end), None)
+        by_piece.setdefault((e.path, piece), []).append(e)
+    added = []
+    for (path, piece), edits in by_piece.items():
+        src = project.sources[path]
+        hf = project.hosts.get(path)
+        key = (path, piece)
+        if key not in scopes:
+            text = src.text if piece is None else src.text[piece[0] : piece[1]]
+            includes = [i.header for i in hf.includes] if hf is not None and piece is None else None
+            scopes[key] = names.scope_of(text, includes)
+        pairs = [(src.text[e.start : e.end], e.content) for e in edits]
+        metal = src.kind == "metal" or piece is not None
+        scope = names.with_added(scopes[key], pairs)
+        missing = names.undeclared_in(pairs, scope, metal)
+        if not missing:
+            continue
+        if piece is not None:
+            return None  # no include is added inside a string by this generic step
+        headers = sorted({names.DECLARES[n] for n in missing})
+        extra = [(None, f"#include <{h}>") for h in headers]
+        if names.undeclared_in(pairs, names.with_added(scope, extra), metal):
+            return None  # an unqualified name the header alone does not make visible
+        added += [include_edit(ctx, path, hf.includes if hf is not None else None, h) for h in headers]
+    if not added:
+        return fix
+    return replace(fix, edits=tuple(added) + tuple(fix.edits), message=fix.message + " (and add " + ", ".join(e.content.strip() for e in added) + ")")
 
 
 def toolchain_available() -> bool:

@@ -102,7 +102,7 @@ def fix(opts: LintOptions, unsafe: bool = False) -> FixOutcome:
                 else:
                     missing = fixcheck.undeclared_names(before, f.fix.edits, alone, sources[path].kind)
                     if missing:
-                        why = f"the fix writes {', '.join(f'`{n}`' for n in missing)}, which nothing the file includes declares"
+                        why = f"the fix writes {', '.join(f'`{n}`' for n in missing)}, which the file cannot reach (no include declares it, or it is written unqualified outside its namespace)"
                 if why:
                     picked.remove(f)
                     refused.add(_key(f, before))

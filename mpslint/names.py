@@ -6,6 +6,9 @@ A fix may only write a name the fixed file can reach (through its includes, its 
 The fixer checks every fix against this table (``undeclared``): a fix whose text introduces a name
 listed here that nothing the fixed file includes declares is refused.
 
+A file with no ``#include`` at all is a fragment that relies on whoever includes it (PyTorch's Metal
+headers such as ``SortRadix.h``, snippets): what it can reach is unknown, and it is not checked.
+
 The table is small on purpose: it lists the names fixes write, not an index of PyTorch. ``BRINGS`` was
 read off torch 2.13's installed headers (transitive ``#include`` closure): ``<torch/extension.h>``
 reaches ``c10/util/TypeCast.h`` but neither ``ATen/mps/MPSStream.h`` nor ``ATen/ceil_div.h``;
@@ -53,6 +56,11 @@ class Scope:
     namespaces: frozenset[str]  # namespaces opened in the file (`namespace at::native::mps {`), and their parents
     usings: frozenset[str]  # `using namespace X;` (in the file or brought by a header)
     using_names: frozenset[str]  # `using X::y;`
+
+    @property
+    def fragment(self) -> bool:
+        """No include at all: the file relies on its includer, its reach is unknown (not checked)."""
+        return not self.headers
 
     def declares(self, qualified: str) -> bool:
         header = DECLARES.get(qualified)
@@ -111,7 +119,26 @@ def introduced(old: str, new: str) -> list[str]:
 
 def undeclared(edits_old_new: list[tuple[str, str]], fixed_text: str, includes: list[str] | None = None, metal: bool = False) -> list[str]:
     """The names the edits introduce that the fixed file cannot reach (empty: the fix is fine)."""
-    scope = scope_of(fixed_text, includes)
+    return undeclared_in(edits_old_new, scope_of(fixed_text, includes), metal)
+
+
+def with_added(scope: Scope, edits_old_new: list[tuple[str, str]]) -> Scope:
+    """``scope`` after edits that may add ``#include`` lines (a fix adding the header its name needs)."""
+    added = [h for _old, new in edits_old_new for h in _INCLUDE.findall(new or "")]
+    if not added:
+        return scope
+    headers = set(scope.headers) | set(added)
+    usings = set(scope.usings)
+    for h in added:
+        headers |= BRINGS.get(h, frozenset())
+        usings |= USING_IN.get(h, frozenset())
+    return Scope(frozenset(headers), scope.namespaces, frozenset(usings), scope.using_names)
+
+
+def undeclared_in(edits_old_new: list[tuple[str, str]], scope: Scope, metal: bool = False) -> list[str]:
+    """The names the edits introduce that ``scope`` (the fixed file's) does not reach."""
+    if scope.fragment:
+        return []
     bad = []
     for old, new in edits_old_new:
         for name in introduced(old, new):
@@ -121,5 +148,5 @@ def undeclared(edits_old_new: list[tuple[str, str]], fixed_text: str, includes: 
                 continue  # the other language's namesake (`ceil_div` in Metal is c10::metal's)
             ok = scope.reaches_unqualified(q) if unq else scope.declares(q)
             if not ok:
-                bad.append(q if not unq else q.rpartition("::")[2])
+                bad.append(q)
     return bad

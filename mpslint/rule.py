@@ -64,6 +64,7 @@ class RuleContext:
         self.graph = graph
         self.options = options or {}
         self.smoke_outcomes = self.options.get("smoke_outcomes", [])
+        self._scopes: dict = {}  # per file: the names it reaches (fixcheck.complete)
 
     def file_context(self, path: str) -> str:
         """"pytorch" or "extension": where ``path`` lives (mpslint.context), to shape messages and fixes."""
@@ -78,6 +79,11 @@ class RuleContext:
         return self.project.sources[path].text[span.start : span.end]
 
     def finding(self, rule: Rule, path: str, span: Span, message: str, fix: Fix | None = None, severity: Severity | None = None, **extra) -> Finding:
+        if fix is not None:
+            from .fixcheck import complete
+
+            # the includes its names need are added; a fix no include can make reachable is not offered
+            fix = complete(self, fix, self._scopes)
         src = self.project.sources.get(path)
         line = src.index.line_text(src.text, span.line) if src is not None else ""
         return Finding(

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from mpslint import fixcheck, names
-from mpslint.engine import LintOptions
+from mpslint.engine import LintOptions, lint
 from mpslint.fixer import fix
 
 from .conftest import FIXTURES
@@ -32,15 +32,42 @@ def test_extension_fix_qualifies_and_includes(tmp_path):
     assert "at::mps::dispatch_sync_with_rethrow(queue" in text and "#include <ATen/mps/MPSStream.h>" in text
 
 
-def test_fix_introducing_an_undeclared_name_is_refused(tmp_path, monkeypatch):
-    """The same fix without the include it needs: the fixer refuses it, nothing is written."""
+def test_a_missing_include_is_added_for_any_rule(tmp_path, monkeypatch):
+    """A fix that forgets the header its name needs gets it from the generic completion (RuleContext.finding)."""
     _place(tmp_path, "fixes/ext_rethrow.before.mm", "op.mm")
     monkeypatch.setattr(mps107, "include_edit", lambda ctx, path, includes, header, *a: ctx.edit(path, 0, 0, ""))
+    out = fix(LintOptions(paths=[str(tmp_path)], select=["MPS107"], cwd=tmp_path))
+    assert [f.code for f in out.applied] == ["MPS107"] and not out.rejected
+    (text,) = out.texts.values()
+    assert "#include <ATen/mps/MPSStream.h>" in text and "at::mps::dispatch_sync_with_rethrow(queue" in text
+
+
+def _unqualified(monkeypatch):
+    """MPS107 made to write the plain name whatever the file's namespaces (and to add no include)."""
+    monkeypatch.setattr(mps107.names, "spelling", lambda qualified, scope: qualified.rpartition("::")[2])
+    monkeypatch.setattr(mps107, "include_edit", lambda ctx, path, includes, header, *a: ctx.edit(path, 0, 0, ""))
+
+
+def test_fix_writing_an_unreachable_name_is_not_offered(tmp_path, monkeypatch):
+    """Plain `dispatch_sync_with_rethrow` in a file with no `using namespace at::mps`: no include makes it
+    visible, so the finding stays and its fix is not offered."""
+    _place(tmp_path, "fixes/ext_rethrow.before.mm", "op.mm")
+    _unqualified(monkeypatch)
+    result = lint(LintOptions(paths=[str(tmp_path)], select=["MPS107"], cwd=tmp_path))
+    (finding,) = result.findings
+    assert finding.code == "MPS107" and finding.fix is None
+
+
+def test_fix_introducing_an_undeclared_name_is_refused(tmp_path, monkeypatch):
+    """Offered anyway (the completion bypassed), the fixer refuses it itself: nothing is written."""
+    _place(tmp_path, "fixes/ext_rethrow.before.mm", "op.mm")
+    _unqualified(monkeypatch)
+    monkeypatch.setattr(fixcheck, "complete", lambda ctx, fix, scopes: fix)
     out = fix(LintOptions(paths=[str(tmp_path)], select=["MPS107"], cwd=tmp_path))
     assert not out.applied and not out.texts
     ((finding, why),) = out.rejected
     assert finding.code == "MPS107"
-    assert why == "the fix writes `at::mps::dispatch_sync_with_rethrow`, which nothing the file includes declares"
+    assert why.startswith("the fix writes `at::mps::dispatch_sync_with_rethrow`, which the file cannot reach")
 
 
 KERNEL = """\
@@ -120,6 +147,8 @@ def test_undeclared_names():
     assert fixcheck.undeclared_names(host.replace("at::ceil_div(n, int64_t(8))", "(n + 7) / 8"), [], host, "host") == []
     assert names.undeclared([("(n + 7) / 8", "at::ceil_div(n, int64_t(8))")], host) == ["at::ceil_div"]
     assert names.undeclared([("(n + 7) / 8", "at::ceil_div(n, int64_t(8))")], "#include <ATen/ceil_div.h>\n" + host) == []
+    # a file with no include at all relies on its includer: not checked
+    assert names.undeclared([("(n + 7) / 8", "at::ceil_div(n, int64_t(8))")], "int f(int64_t n);\n") == []
     # c10::checked_convert comes with <torch/extension.h> (through c10/util/TypeCast.h)
     assert names.undeclared([("static_cast<uint32_t>(n)", 'c10::checked_convert<uint32_t>(n, "uint32_t")')], host) == []
     metal = "#include <metal_stdlib>\nuint g(uint k) { return c10::metal::ceil_div(k, 4u); }\n"
