@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -169,6 +170,7 @@ def _code_only(text: str) -> str:
     return re.sub(r'//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"', lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
 
 
+@functools.lru_cache(maxsize=512)  # a pure function of the text; the language server asks again on every edit
 def _enclosing_class(text: str, pos: int) -> str | None:
     """Name of the class/struct whose body contains ``pos`` (None for a free or out-of-line function)."""
     text = _code_only(text)
