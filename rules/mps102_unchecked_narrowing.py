@@ -56,11 +56,16 @@ from __future__ import annotations
 from mpslint import hostflow as hf
 from mpslint.model import Fix, Severity
 from mpslint.rule import Rule
-from mpslint.semantic.expressions import strip_parens, walk
+from mpslint.semantic.expressions import identifiers, strip_parens, walk
 from mpslint.semantic.model import CHECKED, semantic_model
 from mpslint.semantic.types import fits
 
 _FIXABLE = ("uint32_t", "int32_t", "int", "uint16_t", "int16_t")
+
+
+def _limit(t) -> str:
+    """Where a value narrowed to ``t`` starts to wrap."""
+    return f"2^{t.bits - 1}" if t.signed and t.kind == "int" else f"2^{t.bits}"
 
 
 class UncheckedNarrowing(Rule):
@@ -76,11 +81,31 @@ class UncheckedNarrowing(Rule):
         hosts = ctx.project.hosts
         model = semantic_model(ctx.project)
         sub_callees = hf.subiter_callees(hosts)
+        sites = hf.call_sites(hosts)
+        registered = hf.registered_functions(hosts)
+        escaping = hf.escaping_functions(hosts)
         for path in sorted(hosts):
             facts = hosts[path]
             has_include = any(i.header == "c10/util/TypeCast.h" for i in facts.includes)
             for fn in facts.functions:
+                if _dead(fn, path, sites, registered, escaping):
+                    continue  # a static function nothing calls: dead code, nothing to fix
                 yield from self._check_fn(ctx, path, model.function(fn, facts), fn.name in sub_callees, has_include, facts.includes)
+
+    @staticmethod
+    def _every_use_bounded(fm, d, declared) -> bool:
+        """Each later read of the narrowed local ``d`` is dominated by a check that proves its source fits
+        (`uint32_t n = t.numel(); TORCH_CHECK(t.numel() <= UINT32_MAX); launch(n)`): the wrapped value is never used."""
+        src = d.init.tree
+        uses = [i for i, s in enumerate(fm.fn.stmts) if i > d.stmt and s.tree is not None and d.name in identifiers(s.tree)]
+        uses += [c.stmt for c in fm.fn.calls if c.stmt > d.stmt and c.tree is not None and d.name in identifiers(c.tree)]
+        if not uses:
+            return False
+        for u in set(uses):
+            r = fm.range(src, u) if fm.key(src, u) in fm.bounds(u) or _sized(fm, src, u) else None
+            if r is None or r.lo is None or r.hi is None or not fits(r.lo, r.hi, declared):
+                return False
+        return True
 
     def _check_fn(self, ctx, path, fm, is_subiter_callee, has_include, includes=()):
         fn = fm.fn
@@ -143,7 +168,7 @@ class UncheckedNarrowing(Rule):
                 self,
                 path,
                 cast.span,
-                f"`{cast.operand.text}` (int64) is narrowed to `{typ}` unchecked; past 2^32 elements it wraps silently. "
+                f"`{cast.operand.text}` (int64) is narrowed to `{typ}` unchecked; past {_limit(target)} it wraps silently. "
                 f'Use `c10::checked_convert<{typ}>({cast.operand.text}, "{typ}")` or guard it with `TORCH_CHECK`.'
                 + message_tail(extent, miss, cast.operand.text),
                 fix=fix,
@@ -181,7 +206,7 @@ class UncheckedNarrowing(Rule):
             if strip_parens(init).kind == "cast" or not declared.is_int:
                 continue  # the explicit cast is reported itself
             got = problem(init, d.stmt, declared)
-            if got is None:
+            if got is None or self._every_use_bounded(fm, d, declared):
                 continue
             extent, miss = got
             short = d.type.split()[-1]
@@ -189,12 +214,30 @@ class UncheckedNarrowing(Rule):
                 self,
                 path,
                 d.span,
-                f"`{d.name}` is `{d.type.strip()}` but initialised from `{d.init.text}` (int64): implicit narrowing wraps past 2^32. "
+                f"`{d.name}` is `{d.type.strip()}` but initialised from `{d.init.text}` (int64): implicit narrowing wraps past {_limit(declared)}. "
                 f'Use `c10::checked_convert<{short}>({d.init.text}, "{short}")`.' + message_tail(extent, miss, d.init.text),
                 severity=severity(extent),
             )
         for a in fn.assigns:
             if a.op != "=" or a.rhs.tree is None:
+                continue
+            if a.lhs.isidentifier():
+                sym = fm.scope.lookup(a.lhs, a.stmt)
+                if sym is None or not sym.type.is_int or sym.type.bits >= 64 or strip_parens(a.rhs.tree).kind == "cast":
+                    continue
+                got = problem(a.rhs.tree, a.stmt, sym.type)
+                if got is None:
+                    continue
+                extent, miss = got
+                yield ctx.finding(
+                    self,
+                    path,
+                    a.span,
+                    f"`{a.lhs}` is `{sym.type_text.strip()}` but assigned `{a.rhs.text}` (int64): implicit narrowing wraps "
+                    f"past {_limit(sym.type)}. Use `c10::checked_convert<{sym.type}>({a.rhs.text}, \"{sym.type}\")`."
+                    + message_tail(extent, miss, a.rhs.text),
+                    severity=severity(extent),
+                )
                 continue
             lhs = None
             for sub in fn.subscripts:
@@ -218,3 +261,16 @@ class UncheckedNarrowing(Rule):
                 f"use `c10::checked_convert` or guard the value with `TORCH_CHECK`." + message_tail(extent, miss, a.rhs.text),
                 severity=severity(extent),
             )
+
+
+def _sized(fm, node, stmt) -> bool:
+    """A dominating check bounds a tensor ``node`` is sized from (its numel, or its 32-bit index math)."""
+    return any(fm.tensor_bounded(t, stmt, kind == "stride") for t, kind in fm.sized_from(node, stmt))
+
+
+def _dead(fn, path, sites, registered, escaping) -> bool:
+    """A `static` function nothing in its file calls, registers or hands out as a value (`&fn`)."""
+    name = hf.short_name(fn.name)
+    if fn.kind == "impl_func" or name in registered or name in escaping or not hf.is_static(fn):
+        return False
+    return not hf.visible_sites(sites, fn, path)

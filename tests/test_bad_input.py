@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from mpslint.cli import main
 from mpslint.engine import LintOptions, lint
 
-BAD_MM = "static void k(const Tensor& in) {\n  const uint32_t n = static_cast<uint32_t>(in.numel());\n}\n"
+BAD_MM = "void k(const Tensor& in) {\n  const uint32_t n = static_cast<uint32_t>(in.numel());\n}\n"
 
 
 def run(args):

@@ -17,7 +17,7 @@ OTHER = "  const uint32_t m = static_cast<uint32_t>(in.numel());\n"
 
 
 def source(*body: str) -> str:
-    return "static void k(const Tensor& in) {\n" + "".join(body) + "}\n"
+    return "void k(const Tensor& in) {\n" + "".join(body) + "}\n"
 
 
 @pytest.fixture

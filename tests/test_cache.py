@@ -66,7 +66,7 @@ def test_hit_and_miss_by_content(tree: Path, tmp_path: Path):
     assert summary(first) == summary(second) == summary(reference)
     # editing one file misses that file only, and its new findings come through
     mm = tree / "src/ATen/native/mps/operations/Shape.mm"
-    mm.write_text(mm.read_text() + "\nstatic void added_by_test(const Tensor& in) {\n  const uint32_t k = static_cast<uint32_t>(in.numel());\n}\n")
+    mm.write_text(mm.read_text() + "\nvoid added_by_test(const Tensor& in) {\n  const uint32_t k = static_cast<uint32_t>(in.numel());\n}\n")
     third = run_lint(tree, cdir)
     assert (third.project.cache.hits, third.project.cache.misses) == (n - 1, 1)
     assert summary(third) == summary(run_lint(tree, None))

@@ -23,7 +23,7 @@ def run(args, cwd=None):
 
 
 BAD_MM = """\
-static void k(const Tensor& in) {
+void k(const Tensor& in) {
   const uint32_t n = static_cast<uint32_t>(in.numel());
 }
 """

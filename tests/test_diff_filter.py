@@ -50,9 +50,9 @@ def test_yaml_change_raises_a_finding_in_an_unchanged_mm(copysign):
 def test_added_and_context_lines(tmp_path):
     repo = init_repo(tmp_path / "r")
     (repo / "mps").mkdir()
-    lines = ["static void k(const Tensor& in) {\n"] + [f"  int pad{i} = {i};\n" for i in range(12)] + [BAD, "}\n"]
+    lines = ["void k(const Tensor& in) {\n"] + [f"  int pad{i} = {i};\n" for i in range(12)] + [BAD, "}\n"]
     (repo / "mps/Op.mm").write_text("".join(lines))
-    (repo / "mps/Old.mm").write_text("static void o(const Tensor& in) {\n" + BAD + "}\n")
+    (repo / "mps/Old.mm").write_text("void o(const Tensor& in) {\n" + BAD + "}\n")
     commit_all(repo, "base")
     git(repo, "checkout", "-q", "-b", "topic")
     # add a flagged line near the top; the old flagged line (now line 16) is outside the hunk

@@ -20,7 +20,7 @@ from ._integration_helpers import GIT_ENV, commit_all, fixture_repo, init_repo
 from .conftest import ROOT
 
 BAD_MM = """\
-static void k(const Tensor& in) {
+void k(const Tensor& in) {
   const uint32_t n = static_cast<uint32_t>(in.numel());
 }
 """

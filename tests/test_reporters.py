@@ -17,7 +17,7 @@ from mpslint.reporters import FORMATS, get_reporter, github, junit
 from ._integration_helpers import chdir
 
 BAD_MM = """\
-static void k(const Tensor& in) {
+void k(const Tensor& in) {
   const uint32_t n = static_cast<uint32_t>(in.numel());
 }
 """

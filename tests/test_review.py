@@ -101,7 +101,7 @@ def github():
 
 
 def body_lines(n_pad=12):
-    return ["static void k(const Tensor& in) {\n"] + [f"  int pad{i} = {i};\n" for i in range(n_pad)] + [BAD, "}\n"]
+    return ["void k(const Tensor& in) {\n"] + [f"  int pad{i} = {i};\n" for i in range(n_pad)] + [BAD, "}\n"]
 
 
 @pytest.fixture
@@ -324,7 +324,7 @@ def test_action_and_documented_workflows(tmp_path):
     # the check step's script runs as written: SARIF file and exit code land in $GITHUB_OUTPUT
     proj = tmp_path / "proj"
     (proj / "mps").mkdir(parents=True)
-    (proj / "mps/Op.mm").write_text("static void k(const Tensor& in) {\n" + BAD + "}\n")
+    (proj / "mps/Op.mm").write_text("void k(const Tensor& in) {\n" + BAD + "}\n")
     out, summary = tmp_path / "out.txt", tmp_path / "summary.md"
     env = {
         **os.environ,

@@ -21,7 +21,7 @@ from .conftest import FIXTURES
 SCHEMA = json.loads((Path(__file__).parent / "data/sarif-schema-2.1.0.json").read_text())
 
 BAD_MM = """\
-static void k(const Tensor& in) {
+void k(const Tensor& in) {
   const uint32_t n = static_cast<uint32_t>(in.numel());
 }
 """
