@@ -196,6 +196,15 @@ def _escaping_functions(hosts) -> set[str]:
     return out
 
 
+def is_dead(fn: Function, path: str | None, sites, registered: set[str], escaping: set[str]) -> bool:
+    """A ``static`` function nothing in its file calls, registers or hands out as a value (``&fn``): dead code.
+    (``unreachable`` is wider: it also counts functions handed out, whose callers cannot be seen.)"""
+    name = short_name(fn.name)
+    if fn.kind == "impl_func" or name in registered or name in escaping or not is_static(fn):
+        return False
+    return not visible_sites(sites, fn, path)
+
+
 def is_static(fn: Function) -> bool:
     return bool(re.search(r"\bstatic\b", fn.qualifiers))
 

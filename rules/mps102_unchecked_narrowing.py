@@ -88,7 +88,7 @@ class UncheckedNarrowing(Rule):
             facts = hosts[path]
             has_include = any(i.header == "c10/util/TypeCast.h" for i in facts.includes)
             for fn in facts.functions:
-                if _dead(fn, path, sites, registered, escaping):
+                if hf.is_dead(fn, path, sites, registered, escaping):
                     continue  # a static function nothing calls: dead code, nothing to fix
                 yield from self._check_fn(ctx, path, model.function(fn, facts), fn.name in sub_callees, has_include, facts.includes)
 
@@ -266,11 +266,3 @@ class UncheckedNarrowing(Rule):
 def _sized(fm, node, stmt) -> bool:
     """A dominating check bounds a tensor ``node`` is sized from (its numel, or its 32-bit index math)."""
     return any(fm.tensor_bounded(t, stmt, kind == "stride") for t, kind in fm.sized_from(node, stmt))
-
-
-def _dead(fn, path, sites, registered, escaping) -> bool:
-    """A `static` function nothing in its file calls, registers or hands out as a value (`&fn`)."""
-    name = hf.short_name(fn.name)
-    if fn.kind == "impl_func" or name in registered or name in escaping or not hf.is_static(fn):
-        return False
-    return not hf.visible_sites(sites, fn, path)

@@ -73,6 +73,8 @@ Guide: *Working with Large Tensors* — "Most Metal kernels take `numel` as `uin
 from __future__ import annotations
 
 import re
+
+from mpslint import hostflow as hf
 from mpslint.model import Severity
 from mpslint.rule import Rule
 from mpslint.semantic import ranges as R
@@ -225,6 +227,13 @@ class NarrowOffsetArithmetic(Rule):
         # needs a visible launch that nothing bounds; Metal (or headers) linted without them: every product
         calls = MetalCallIndex(ctx.project.all_metal(), ctx.text) if operation_sources(ctx.project) else None
         verdicts: dict[frozenset, str | None] = {}
+        hosts = ctx.project.hosts
+        sites, registered, escaping = hf.call_sites(hosts), hf.registered_functions(hosts), hf.escaping_functions(hosts)
+
+        def dead(attrs) -> bool:
+            fn = attrs.get("function")
+            return fn is not None and hf.is_dead(fn, attrs.get("path"), sites, registered, escaping)
+
         for src in metal_sources(ctx):
             text = ctx.text(src.path)
             for fn in src.facts.functions:
@@ -241,7 +250,7 @@ class NarrowOffsetArithmetic(Rule):
                 else:
                     mops = frozenset(calls.ops_reaching(fn.name))
                     if mops not in verdicts:
-                        verdicts[mops] = _unbounded_launch(graph, mops)
+                        verdicts[mops] = _unbounded_launch(graph, mops, dead)
                     note = verdicts[mops]
                     if note is None:  # not launched from the linted host code, or every launch is bounded
                         continue
@@ -330,9 +339,12 @@ class NarrowOffsetArithmetic(Rule):
         )
 
 
-def _unbounded_launch(graph, mops) -> str | None:
-    """Why a launch of these kernels is unbounded (names the host function), or None when none is."""
+def _unbounded_launch(graph, mops, dead=lambda a: False) -> str | None:
+    """Why a launch of these kernels is unbounded (names the host function), or None when none is. A launcher
+    that is dead code (a `static` function nothing calls) launches nothing."""
     for impl in launchers(graph, mops):
+        if dead(graph.attrs(impl)):
+            continue
         if index_range_evidence(graph, impl) is None:
             a = graph.attrs(impl)
             return (f"launched from `{a.get('name')}` in {a.get('path')}, which neither splits the launch with "
