@@ -19,6 +19,7 @@ file scope.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass
 
 # qualified name -> the header that declares it
@@ -76,6 +77,11 @@ class Scope:
 
 def scope_of(text: str, includes: list[str] | None = None) -> Scope:
     """The scope of a file's text (comments ignored). ``includes``: the headers its facts list, when known."""
+    return _scope_of(text, tuple(includes) if includes is not None else None)
+
+
+@lru_cache(maxsize=512)
+def _scope_of(text: str, includes: tuple[str, ...] | None) -> Scope:
     clean = _COMMENT.sub(" ", text)
     named = list(includes) if includes is not None else _INCLUDE.findall(clean)
     headers = set(named)
