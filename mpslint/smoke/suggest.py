@@ -69,10 +69,7 @@ _SIZE = re.compile(r"MTLSizeMake\(([^)]*)\)")
 
 def host_launches(graph, kernel: str) -> list[dict]:
     out = []
-    try:
-        from mpslint.rules.dsp308_binding_mismatch import bindings
-    except ImportError:          # pragma: no cover - rules not installed
-        return out
+    from mpslint.launch_bindings import bindings
     for impl in sorted(graph.nodes("impl")):
         a = graph.attrs(impl)
         fn = a.get("function")
