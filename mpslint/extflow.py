@@ -187,6 +187,19 @@ def tensor_checked(graph, impl: str, fn: Function, origin: Origin, kind: str) ->
 # ---------------------------------------------------------------- kernels a function launches
 
 
+def host_launches(graph):
+    """(impl node, its attributes, its Function, the kernels it launches) for every host function of the graph
+    whose kernel-name references select at least one kernel."""
+    for impl in sorted(graph.nodes("impl")):
+        a = graph.attrs(impl)
+        fn = a.get("function")
+        if fn is None:
+            continue
+        kernels = launched_kernels(graph, impl)
+        if kernels:
+            yield impl, a, fn, kernels
+
+
 def launched_kernels(graph, impl: str) -> list:
     """Metal ``Kernel`` facts that the function's kernel-name references select (by ``[[host_name]]`` or by the
     kernel's own name); [] when it asks for none or the names select nothing."""

@@ -119,14 +119,7 @@ class ConstantBufferOverread(Rule):
 
     def check(self, ctx):
         graph = ctx.graph
-        for impl in sorted(graph.nodes("impl")):
-            a = graph.attrs(impl)
-            fn = a.get("function")
-            if fn is None:
-                continue
-            kernels = extflow.launched_kernels(graph, impl)
-            if not kernels:
-                continue
+        for impl, a, fn, kernels in extflow.host_launches(graph):
             path = a["path"]
             for span, slot, ptr, length in self._byte_bindings(fn):
                 obj = host_object(fn, ptr, lambda d: ctx.source(path, d.span))

@@ -86,14 +86,7 @@ class CollapsedGridDimension(Rule):
 
     def check(self, ctx):
         graph = ctx.graph
-        for impl in sorted(graph.nodes("impl")):
-            a = graph.attrs(impl)
-            fn = a.get("function")
-            if fn is None:
-                continue
-            kernels = extflow.launched_kernels(graph, impl)
-            if not kernels:
-                continue
+        for impl, a, fn, kernels in extflow.host_launches(graph):
             for call in fn.calls:
                 if not call.message_send or call.name not in ("dispatchThreads", "dispatchThreadgroups") or not call.args:
                     continue
