@@ -17,6 +17,12 @@ and thread-local arrays, products of small loop counters over dimensions (`d` in
 `for (uint d = 0; d < ndim; ++d)`), and values whose type mpslint cannot see (template types such
 as `index_t`, struct fields of unknown type). One finding per statement, and per product in a function.
 
+Widths and values come from the semantic model (`mpslint/semantic/`): types through typedefs
+(`typedef long wide_t`), struct fields, `auto` and vector components; `const uint k = 4;` is a constant;
+a factor known small (`c ? 1 : 2`, `x & 31`, `i % 8`) counts as one; a product whose factors' ranges cannot
+overflow its type is not reported. A launcher that is dead code (a `static` function nothing calls)
+launches nothing.
+
 **Judged by the host that launches the kernel.** When the run includes the MPS operation sources
 (`native/mps/operations/*.mm`), a product
 is reported only if a host function in the tree launches the kernel (directly, or through a device
