@@ -58,7 +58,7 @@ from __future__ import annotations
 from mpslint import hostflow as hf
 from mpslint.model import Severity
 from mpslint.rule import Rule
-from mpslint.semantic.expressions import Node, identifiers, strip_parens, walk
+from mpslint.semantic.expressions import identifiers, strip_parens, walk
 from mpslint.semantic.guards import CHECKS
 from mpslint.semantic.model import semantic_model
 from mpslint.semantic.ranges import UINT32_MAX
@@ -93,7 +93,7 @@ class Missing32BitSplit(Rule):
                 return True
             cfm = model.function(caller, hosts.get(cpath))
             passed = [strip_parens(a.tree) for a in call.args if a.tree is not None]
-            return any(n.kind == "id" and self._bounded(cfm, call.stmt, n.op) for n in passed) or self._bounded(cfm, call.stmt, "")
+            return any(n.kind == "id" and self._bounded(cfm, call.stmt, n.op) for n in passed) or self._bounded(cfm, call.stmt, None)
 
         for path in sorted(hosts):
             for fn in hosts[path].functions:
@@ -159,13 +159,12 @@ class Missing32BitSplit(Rule):
         return None
 
     @staticmethod
-    def _bounded(fm, stmt, it) -> bool:
+    def _bounded(fm, stmt, it: str | None) -> bool:
         """The checks that dominate the launch keep it in 32 bits: ``it.can_use_32bit_indexing()`` holds, or an
         element count is bounded by a 32-bit limit (the iterator's, or a tensor's: an iterator's operands have
         the output's element count)."""
-        key = fm.key(Node("id", it, "", (), 0, 0, it), stmt)
         bounds = fm.bounds(stmt)
-        if key + "#32bit" in bounds:
+        if it and fm.name_key(it, stmt) + "#32bit" in bounds:
             return True
         for k, b in bounds.items():
             if k.endswith(".numel()") and b.interval.hi is not None and b.interval.hi <= UINT32_MAX:

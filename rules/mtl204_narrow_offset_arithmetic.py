@@ -84,7 +84,7 @@ from mpslint import hostflow as hf
 from mpslint.model import Severity
 from mpslint.rule import Rule
 from mpslint.semantic import ranges as R
-from mpslint.semantic.expressions import Node, strip_parens, walk
+from mpslint.semantic.expressions import strip_parens, walk
 from mpslint.semantic.model import semantic_model
 from mpslint.families import operation_sources
 from mpslint.launchflow import MetalCallIndex, index_range_evidence, launchers
@@ -363,7 +363,7 @@ def _is_32bit_local(fm, name: str, stmt: int) -> bool:
     sym = fm.scope.lookup(name, stmt)
     if sym is None or sym.type.kind == "container":
         return False
-    t = fm.type_of(Node("id", name, "", (), 0, 0, name), max(stmt, sym.stmt))
+    t = fm.name_type(name, max(stmt, sym.stmt))
     if t.kind == "vector" and t.elem is not None:
         t = t.elem
     return t.is_int and t.kind == "int" and t.bits <= 32

@@ -192,6 +192,14 @@ class FunctionModel:
             return got
         return self._key(node, stmt, depth, env)
 
+    def name_key(self, name: str, stmt: int) -> str:
+        """The key of the value a local or parameter ``name`` holds at ``stmt`` (no node at hand)."""
+        return self._key(Node("id", name, "", (), -1, -1, name), stmt)
+
+    def name_type(self, name: str, stmt: int) -> CType:
+        """The type of a local or parameter ``name`` at ``stmt`` (``auto`` deduced from its initialiser)."""
+        return self._type_of(Node("id", name, "", (), -1, -1, name), stmt)
+
     def _key(self, node: Node, stmt: int, depth: int = 0, env: dict | None = None) -> str:
         n = strip_parens(node)
         if depth > _MAX_DEPTH:
