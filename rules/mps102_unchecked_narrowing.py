@@ -218,6 +218,8 @@ class UncheckedNarrowing(Rule):
                 f'Use `c10::checked_convert<{short}>({d.init.text}, "{short}")`.' + message_tail(extent, miss, d.init.text),
                 severity=severity(extent),
             )
+        # the subscript each `array[i] = value` assigns to, by its statement and start
+        subscript_at = {(sub.stmt, sub.span.start): sub.tree for sub in fn.subscripts if sub.tree is not None}
         for a in fn.assigns:
             if a.op != "=" or a.rhs.tree is None:
                 continue
@@ -239,10 +241,7 @@ class UncheckedNarrowing(Rule):
                     severity=severity(extent),
                 )
                 continue
-            lhs = None
-            for sub in fn.subscripts:
-                if sub.stmt == a.stmt and sub.tree is not None and sub.span.start == a.span.start:
-                    lhs = sub.tree
+            lhs = subscript_at.get((a.stmt, a.span.start))
             if lhs is None:
                 continue
             target = fm.type_of(lhs, a.stmt)
