@@ -29,6 +29,7 @@ class Config:
     native_functions: str | None = None
     smoke_specs: list[str] = field(default_factory=list)  # TOML launch specs for `mpslint smoke` (smoke/specfile.py)
     context: str | None = None  # "pytorch" | "extension": every file's context (mpslint.context); None: detected
+    rule_settings: dict[str, dict] = field(default_factory=dict)  # [tool.mpslint.rules.<CODE>]: code -> {name: value}
 
     def ignored_for(self, path: str) -> set[str]:
         out: set[str] = set()
@@ -44,6 +45,31 @@ class Config:
 _KEYS = {"select", "extend-select", "ignore", "per-file-ignores", "include", "exclude", "native-functions", "context"}
 
 _KEYS.add("smoke-specs")
+_KEYS.add("rules")
+
+
+def _rule_settings(path: Path, table) -> dict[str, dict]:
+    """``[tool.mpslint.rules.<CODE>]`` tables, checked against the settings each rule declares."""
+    from .rule import rule_by_code
+
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.mpslint] rules must be a table of rule codes")
+    out: dict[str, dict] = {}
+    for code, values in sorted(table.items()):
+        rule = rule_by_code(code)
+        if rule is None or rule.code != code.upper():
+            raise ConfigError(f"{path}: [tool.mpslint.rules.{code}]: unknown rule code")
+        if not isinstance(values, dict):
+            raise ConfigError(f"{path}: [tool.mpslint.rules.{code}] must be a table")
+        for name, value in values.items():
+            setting = rule.settings.get(name)
+            if setting is None:
+                known = ", ".join(sorted(rule.settings)) or "none"
+                raise ConfigError(f"{path}: [tool.mpslint.rules.{code}]: unknown setting {name!r} (settings: {known})")
+            if type(value) is not type(setting.default):
+                raise ConfigError(f"{path}: [tool.mpslint.rules.{code}] {name} must be a {type(setting.default).__name__}, not {value!r}")
+        out[rule.code] = dict(values)
+    return out
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -96,6 +122,7 @@ def load_config(path: Path | None) -> Config:
         exclude=strings("exclude"),
         native_functions=section.get("native-functions"),
         context=context,
+        rule_settings=_rule_settings(path, section.get("rules", {})),
     )
     base = path.parent
     cfg.smoke_specs = [str((base / p).resolve()) for p in strings("smoke-specs")]

@@ -172,7 +172,7 @@ def check_project(project: Project, rules: list[type[Rule]], cfg: Config, rule_o
     """Run ``rules`` on a loaded project: the findings on its linted files, minus suppressions and
     per-file ignores, deduplicated and sorted; a crashing rule is reported in ``internal``."""
     project.context_override = cfg.context
-    ctx = RuleContext(project, project.graph, rule_options)
+    ctx = RuleContext(project, project.graph, rule_options, cfg.rule_settings)
     findings: list[Finding] = []
     with gc_paused(freeze=False):  # rules allocate on top of a heap of facts: a full collection would walk them all
         for cls in rules:

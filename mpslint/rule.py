@@ -6,6 +6,7 @@ import importlib
 import inspect
 import pkgutil
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .model import Edit, Finding, Fix, Severity, Span
@@ -13,6 +14,14 @@ from .model import Edit, Finding, Fix, Severity, Span
 if TYPE_CHECKING:
     from .graph import DispatchGraph
     from .project import Project
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One option of a rule, set in ``[tool.mpslint.rules.<CODE>]`` (its type is the default's type)."""
+
+    default: bool | int | str
+    doc: str
 
 
 class Rule:
@@ -29,6 +38,8 @@ class Rule:
     # a rule never checks the context itself to decide whether to report, only to shape its message or fix
     # (``RuleContext.file_context``).
     contexts: tuple[str, ...] = ("pytorch", "extension")
+    # the rule's options: name -> Setting; the configuration checks names and types (config.py)
+    settings: dict[str, Setting] = {}
 
     def check(self, ctx: "RuleContext") -> Iterable[Finding]:
         raise NotImplementedError
@@ -52,6 +63,7 @@ class Rule:
             "default_enabled": cls.default_enabled,
             "fixable": cls.fixable,
             "guide": cls.guide,
+            "settings": {k: v.default for k, v in cls.settings.items()},
             "contexts": list(cls.contexts),
         }
 
@@ -59,12 +71,17 @@ class Rule:
 class RuleContext:
     """What a rule may look at: the facts of every file, the dispatch graph, and nothing on disk."""
 
-    def __init__(self, project: "Project", graph: "DispatchGraph", options: dict | None = None):
+    def __init__(self, project: "Project", graph: "DispatchGraph", options: dict | None = None, settings: dict | None = None):
         self.project = project
         self.graph = graph
         self.options = options or {}
+        self.settings = settings or {}  # code -> {name: value}, validated by the configuration
         self.smoke_outcomes = self.options.get("smoke_outcomes", [])
         self._scopes: dict = {}  # per file: the names it reaches (fixcheck.complete)
+
+    def setting(self, rule: "Rule | type[Rule]", name: str):
+        """The configured value of one of ``rule``'s settings, else its default."""
+        return self.settings.get(rule.code, {}).get(name, rule.settings[name].default)
 
     def file_context(self, path: str) -> str:
         """"pytorch" or "extension": where ``path`` lives (mpslint.context), to shape messages and fixes."""

@@ -67,11 +67,14 @@ def test_fixed_text_parses_no_worse_and_is_clean_for_fixed_rules(case, tmp_path)
 
 def test_fix_exit_code_reports_what_remains(tmp_path):
     target = _place(FIXTURES / "fixes" / "narrowing.before.mm", tmp_path)
-    r = _run(["check", "--isolated", "--fix", str(tmp_path)])
+    # the one-dimension narrowings too (`rows`, `implicit`): MPS102's setting, read from the tree's pyproject.toml
+    (tmp_path / "pyproject.toml").write_text("[tool.mpslint.rules.MPS102]\nnarrowed-dimensions = true\n")
+    r = _run(["check", "--fix", str(tmp_path)])
     # `uint32_t implicit = in.size(1);` has no automatic fix: it remains, so exit 1
     assert r.exit_code == 1
     # three casts of int64 values (the outer cast of `nested` narrows a uint32_t: not a finding)
     assert "Fixed 3 findings in 1 file" in r.output
+    assert "checked_convert<int32_t>(in.size(0)" in target.read_text()
     assert re.search(r"narrowing\.mm:\d+:\d+: MPS102 `implicit`", r.output)
     assert "checked_convert<uint32_t>(in.numel()" in target.read_text()
 

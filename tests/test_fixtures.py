@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from mpslint.config import Config
 from mpslint.engine import LintOptions, lint
 from mpslint.expectations import annotations
 from mpslint.rule import all_rules
@@ -21,11 +22,16 @@ def _fixture_files(tree: str) -> list[Path]:
     return sorted(p for p in (FIXTURES / tree).rglob("*") if p.suffix in EXTS and p.is_file())
 
 
+# every rule at full strength: all rules selected, and the settings that widen a rule turned on
+# (the defaults are checked against the same fixtures in tests/test_rule_settings.py)
+FULL = Config(rule_settings={"MPS102": {"narrowed-dimensions": True}})
+
+
 @pytest.fixture(scope="module")
 def results():
     out = {}
     for tree in TREES:
-        out[tree] = lint(LintOptions(paths=[str(FIXTURES / tree)], select=["ALL"], cwd=ROOT))
+        out[tree] = lint(LintOptions(paths=[str(FIXTURES / tree)], select=["ALL"], cwd=ROOT, config=FULL))
     return out
 
 

@@ -17,7 +17,7 @@ from ._integration_helpers import chdir, commit_all, git, init_repo
 
 TOKEN = "ghs_s3cr3t-t0ken-value"
 BAD = "  const uint32_t n = static_cast<uint32_t>(in.numel());\n"
-IMPLICIT = "  uint32_t rows = in.size(0);\n"
+IMPLICIT = "  uint32_t rows = in.size(0) * in.size(1);\n"
 HOST = (
     "#include <torch/extension.h>\n\nvoid k(dispatch_queue_t q, const at::Tensor& t) {\n"
     "  dispatch_sync(q, ^() {\n    TORCH_CHECK(t.dim() > 0, \"k: a scalar\");\n  });\n}\n"
@@ -151,7 +151,7 @@ def test_payload_comments_only_inside_hunks(pr_repo):
     assert len(set(fps)) == 3
     body = payload["body"]
     assert body.startswith(SUMMARY_MARKER)
-    assert "3 new findings on changed lines (2 error, 1 warning), 2 with a suggested fix" in body  # MPS102 grades `in.size(0)` a warning
+    assert "3 new findings on changed lines (3 error), 2 with a suggested fix" in body  # `size(0) * size(1)` is a linear extent: an error
     assert "| MPS102 | 2 |" in body and "| MPS107 | 1 |" in body
     assert "mps/Op.mm:16" not in body and "outside the diff" not in body
 

@@ -1,0 +1,70 @@
+"""``[tool.mpslint.rules.<CODE>]``: rule settings are validated with the file's path, and change what a rule reports."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpslint.config import Config, ConfigError, load_config
+from mpslint.engine import LintOptions, lint
+from mpslint.rule import rule_by_code
+
+from .conftest import FIXTURES, ROOT
+
+
+def _write(tmp_path, body: str):
+    p = tmp_path / "pyproject.toml"
+    p.write_text("[tool.mpslint]\nselect = ['MPS']\n" + body, encoding="utf-8")
+    return p
+
+
+def test_setting_is_read(tmp_path):
+    cfg = load_config(_write(tmp_path, "[tool.mpslint.rules.MPS102]\nnarrowed-dimensions = true\n"))
+    assert cfg.rule_settings == {"MPS102": {"narrowed-dimensions": True}}
+
+
+@pytest.mark.parametrize(
+    "body,needle",
+    [
+        ("[tool.mpslint.rules.MPS999]\nx = 1\n", "MPS999]: unknown rule code"),
+        ("[tool.mpslint.rules.MPS102]\nnarrow = true\n", "unknown setting 'narrow' (settings: narrowed-dimensions)"),
+        ("[tool.mpslint.rules.MPS102]\nnarrowed-dimensions = 'yes'\n", "narrowed-dimensions must be a bool"),
+        ("[tool.mpslint.rules.MPS101]\nanything = true\n", "(settings: none)"),
+        ("[tool.mpslint]\nrules = 3\n", "rules must be a table"),
+    ],
+)
+def test_bad_settings_name_the_file(tmp_path, body, needle):
+    path = tmp_path / "pyproject.toml"
+    path.write_text(body if body.startswith("[tool.mpslint]\n") else "[tool.mpslint]\n" + body, encoding="utf-8")
+    with pytest.raises(ConfigError) as e:
+        load_config(path)
+    assert str(path) in str(e.value) and needle in str(e.value)
+
+
+def test_cli_exits_2_on_a_bad_setting(tmp_path):
+    from click.testing import CliRunner
+
+    from mpslint.cli import main
+
+    _write(tmp_path, "[tool.mpslint.rules.MPS102]\nnarrowed-dimensions = 1\n")
+    (tmp_path / "a.mm").write_text("void f() {}\n", encoding="utf-8")
+    res = CliRunner().invoke(main, ["check", str(tmp_path / "a.mm")])
+    assert res.exit_code == 2 and "narrowed-dimensions must be a bool" in res.output
+
+
+def test_settings_are_in_the_rule_metadata():
+    assert rule_by_code("MPS102").metadata()["settings"] == {"narrowed-dimensions": False}
+
+
+def _mps102(config: Config):
+    res = lint(LintOptions(paths=[str(FIXTURES / "aten")], select=["MPS102"], cwd=ROOT, config=config))
+    return {(f.path, f.span.line, f.message) for f in res.findings}
+
+
+def test_mps102_reports_linear_extents_by_default_and_dimensions_when_asked():
+    default = _mps102(Config())
+    wide = _mps102(Config(rule_settings={"MPS102": {"narrowed-dimensions": True}}))
+    linear = {f for f in wide if "It is a linear extent" in f[2]}
+    dims = wide - linear
+    assert linear and dims, "the fixtures must hold both kinds"
+    assert default == linear
+    assert all("one dimension's size or stride" in m for _, _, m in dims)
