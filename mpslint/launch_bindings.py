@@ -111,6 +111,7 @@ class Launch:
     kernel_path: str
     ref: object  # the kernel-name reference
     slots: dict[int, Slot]
+    candidates: tuple = ()  # every (path, Kernel) the name selects (they agree on their slots)
 
 
 def single_kernel_launches(graph):
@@ -144,4 +145,75 @@ def single_kernel_launches(graph):
         slots = kernel_slots(kernel)
         if not slots:
             continue
-        yield Launch(impl, a, fn, kernel, kernel_path, ref, slots)
+        yield Launch(impl, a, fn, kernel, kernel_path, ref, slots, tuple(kernels))
+
+
+_DISPATCH_1D = {"mtl_dispatch1DJob": 2, "dispatchThreads": 0}
+
+
+def launch_param_ranges(graph, model, hosts) -> dict[str, dict[int, dict[str, object]]]:
+    """What each host launch binds to a kernel's scalar parameters, as the semantic model bounds the bound value
+    at the binding: host ``impl`` node -> {id(kernel Function) -> {parameter: Interval}}.
+
+    ``mtl_setArgs(enc, out, in, uint32_t(in.dim()))`` gives the kernel's ``ndim`` [0, 64]; a value a dominating
+    ``TORCH_CHECK`` bounds keeps that bound; a one-dimensional dispatch of ``n`` threads bounds the
+    ``[[thread_position_in_grid]]`` scalar below ``n``. A launch whose bindings are not fully known gives nothing.
+    """
+    out: dict[str, dict[int, dict[str, object]]] = {}
+    for launch in single_kernel_launches(graph):
+        fn = launch.function
+        got = bound_exprs(fn, launch.ref.span.start)
+        if got is None:
+            continue
+        bound, _first = got
+        fm = model.function(fn, hosts.get(launch.attrs.get("path")))
+        ranges: dict[str, object] = {}
+        for k, slot in sorted(launch.slots.items()):
+            if k not in bound:
+                continue
+            _text, call, arg = bound[k]
+            if arg is None or arg.tree is None:
+                continue
+            node = arg.tree
+            if node.kind == "unary" and node.op == "&" and node.kids:
+                node = node.kids[0]  # `[enc setBytes:&n length:sizeof(n) atIndex:2]`
+            iv = fm.range(node, call.stmt)
+            if iv.lo is not None or iv.hi is not None:
+                ranges[slot.name] = iv
+        grid = _grid_1d(fn, launch.ref.span.start)
+        for _path, kernel in launch.candidates or ((launch.kernel_path, launch.kernel),):
+            mine = dict(ranges)
+            if grid is not None:
+                call, size = grid
+                n = fm.range(size, call.stmt)
+                if n.hi is not None:
+                    for name, attr in kernel.attributes.items():
+                        p = next((q for q in kernel.function.params if q.name == name), None)
+                        if attr == "thread_position_in_grid" and p is not None and "2" not in p.type and "3" not in p.type:
+                            from .semantic.ranges import Interval
+
+                            mine[name] = Interval(0, max(n.hi - 1, 0))
+            if mine:
+                out.setdefault(launch.impl, {})[id(kernel.function)] = mine
+    return out
+
+
+def _grid_1d(fn, after: int):
+    """The one 1-D dispatch after ``after`` in ``fn`` and its thread count node: (call, node), or None."""
+    found = [c for c in fn.calls if c.span.start >= after and c.name in _DISPATCH_1D and c.tree is not None]
+    if len(found) != 1:
+        return None
+    c = found[0]
+    k = _DISPATCH_1D[c.name]
+    args = c.tree.args if hasattr(c.tree, "args") else []
+    if len(args) <= k:
+        return None
+    if c.name == "dispatchThreads":
+        a = args[0]
+        if a.kind != "call" or a.op != "MTLSizeMake" or len(a.args) != 3:
+            return None
+        rest = [x for x in a.args[1:]]
+        if not all(x.kind == "int" and x.op.rstrip("uUlL") == "1" for x in rest):
+            return None
+        return c, a.args[0]
+    return c, args[k]

@@ -8,12 +8,13 @@ for Metal code); it decides nothing itself.
   name, a template through the registrations that instantiate it).
 - ``launchers`` walks the graph from those nodes to the host functions that ask for them by name
   (``mop <-resolves- kref <-launches- impl``).
-- ``index_range_evidence`` reads a launching host function, the helpers it calls and its callers (two calls
-  either way) for what keeps element offsets within 32 bits: a ``with_32bit_indexing()`` split, a
-  ``can_use_32bit_indexing()``/``canUse32BitIndexMath()``/``offsetsFitIn<uint32_t>()`` test, a dispatch on the
-  index width, or a comparison of a size (``numel()``, ``size(d)``, ``num_indices * D``; not a grid
-  dimension) with a 32-bit limit (``std::numeric_limits<int32_t>::max()``, ``INT_MAX``, ``UINT32_MAX``, ...)
-  or a named limit (``kMaxFusedLossNumel``).
+- ``index_range_evidence`` asks the semantic model what, in a launching host function, the helpers it calls and
+  its callers (two calls either way), keeps element offsets within 32 bits: a ``with_32bit_indexing()`` split, or
+  a check whose condition the model proves to bound a size below 2^32 -- ``can_use_32bit_indexing()``,
+  ``canUse32BitIndexMath(t)``, ``!isTooLargeForMPSGraph(t)``, a boolean helper that compares, or a comparison of
+  a size (``numel()``, ``size(d)``, ``num_indices * D``) with any value the model bounds by 2^32
+  (``std::numeric_limits<int32_t>::max()``, ``INT_MAX``, ``constexpr int64_t kMaxRowNumel = 1L << 30``). A bound
+  on what the host dispatches (the grid) bounds no offset and does not count.
 """
 
 from __future__ import annotations
@@ -21,21 +22,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# calls that split a launch or pick the index width: with_32bit_indexing(), can_use_32bit_indexing(),
-# canUse32BitIndexMath(), offsetsFitIn<uint32_t>(...), a dispatch on the index width
-SPLIT_CALL = re.compile(r"32_?[Bb]it|[Ff]its?_?[Ii]n(?=[_A-Z0-9]|$)|[Ii]ndex_?[Ww]idth")
-_LIMIT = re.compile(
-    r"numeric_limits\s*<\s*(?:std::)?u?int(?:32_t)?\s*>\s*::\s*max|numeric_limits\s*<\s*unsigned(?:\s+int)?\s*>\s*::\s*max"
-    r"|\b(?:U?INT32_MAX|U?INT_MAX|0x[fF]{8}[uU]?[lL]{0,2}|0x7[fF]{7}[uU]?[lL]{0,2})\b|\bkU?Int32Max\b"
-)
-# a named limit, as MPS102 accepts it: kMaxFusedLossNumel, MAX_GRID_ELEMENTS, kSizeLimit
-_NAMED_LIMIT = re.compile(r"\b(?:k[A-Z]\w*(?:Max|Limit)\w*|kMax\w*|[A-Z][A-Z0-9_]*(?:MAX|LIMIT)[A-Z0-9_]*)\b")
-# what is compared must be a size (`numel()`, `size(0)`, `num_indices * D`), not a grid dimension
-_SIZE = re.compile(r"(?i)\b\w*(?:numel|size|stride|nbytes|len|elem|count|num_)\w*\b")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_GEOMETRY = re.compile(r"(?i)grid|block|thread")
+from .hostflow import dispatch_size_args
+from .semantic.expressions import walk
+from .semantic.guards import CHECKS
+from .semantic.ranges import UINT32_MAX
+
+# calls that split a launch into 32-bit pieces, or test for it
+_SPLITS = {"with_32bit_indexing"}
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
-_COMPARE = re.compile(r"<=|>=|(?<![<-])<(?![<=])|(?<![->])>(?![>=])")
 
 
 @dataclass(frozen=True)
@@ -108,7 +102,7 @@ def launchers(graph, mops) -> list[str]:
     return out
 
 
-def index_range_evidence(graph, impl: str, depth: int = 2) -> Evidence | None:
+def index_range_evidence(graph, model, hosts, impl: str, depth: int = 2) -> Evidence | None:
     """What, in ``impl``, its helpers or its callers, keeps the launch's offsets within 32 bits (or None)."""
     for node in dict.fromkeys(graph.reachable_within(impl, depth) + graph.reachable_within(impl, depth, callers=True)):
         attrs = graph.attrs(node)
@@ -116,15 +110,38 @@ def index_range_evidence(graph, impl: str, depth: int = 2) -> Evidence | None:
         if fn is None:
             continue
         for c in fn.calls:
-            if SPLIT_CALL.search(c.name):
+            if c.name in _SPLITS:
                 return Evidence(fn.name, attrs.get("path", ""), f"calls `{c.name}()`")
-        for s in fn.stmts:
-            head = s.text.split("{", 1)[0] if s.kind in ("if_statement", "while_statement", "for_statement") else s.text
-            head = _STRING.sub('""', head)  # a TORCH_CHECK message says nothing
-            if _GEOMETRY.search(head):  # a check on the launch grid (`grid_x * blocks <= UINT32_MAX`) bounds no offset
+        fm = model.function(fn, hosts.get(attrs.get("path", "")))
+        grid = {fm.key(a.tree, c.stmt) for c in fn.calls for a in dispatch_size_args(c) if a.tree is not None}
+        for i, st in enumerate(fn.stmts):
+            got = _bounded_size(fm, st, i, grid)
+            if got is not None:
+                return Evidence(fn.name, attrs.get("path", ""), got)
+    return None
+
+
+def _bounded_size(fm, st, i: int, grid: set[str]) -> str | None:
+    """A check or branch condition at statement ``i`` the model proves to bound a size below 2^32 (either way the
+    condition goes: `if (n > INT_MAX) { split; return; }` bounds `n` after it), or None."""
+    if st.tree is None:
+        return None
+    node = st.tree
+    if st.kind == "expression_statement":
+        if node.kind != "call" or node.op not in CHECKS or not node.args:
+            return None
+        node, truths = node.args[0], (True,)
+    elif st.kind in ("if_statement", "while_statement"):
+        truths = (True, False)
+    else:
+        return None
+    sizes = {fm.key(n, i) for n in walk(node) if n.kind in ("call", "id", "binary") and fm.extent(n, i) is not None}
+    for truth in truths:
+        for key, iv in sorted(fm.prove(node, truth, i).items()):
+            if key in grid or iv.hi is None or iv.hi > UINT32_MAX + 1:
                 continue
-            if _LIMIT.search(head) and _SIZE.search(_LIMIT.sub(" ", head)) and _COMPARE.search(_LIMIT.sub(" ", head)):
-                return Evidence(fn.name, attrs.get("path", ""), "compares a size with a 32-bit limit")
-            if _NAMED_LIMIT.search(head) and _SIZE.search(head) and _COMPARE.search(_NAMED_LIMIT.sub(" ", head)):
-                return Evidence(fn.name, attrs.get("path", ""), "compares a size with a named limit")
+            if key.endswith("#32bit"):
+                return "tests `" + key[: -len("#32bit")] + "` for 32-bit indexing"
+            if key in sizes or key.endswith(".numel()"):
+                return f"bounds `{key}` below 2^32 (line {st.span.line})"
     return None

@@ -13,9 +13,8 @@ buffer in Metal code:
 Not flagged: arithmetic in `long`/`int64_t`/`size_t` (one 64-bit operand promotes the product),
 casts to `long` before multiplying (`long(i) * stride`), products with a literal or compile-time
 constant (`tid * 4`, `row * BLOCK`, template parameters, `constexpr` values), indices of threadgroup
-and thread-local arrays, products of small loop counters over dimensions (`d` in
-`for (uint d = 0; d < ndim; ++d)`), and values whose type mpslint cannot see (template types such
-as `index_t`, struct fields of unknown type). One finding per statement, and per product in a function.
+and thread-local arrays, products whose factors the launching host keeps small (below), and values whose
+type mpslint cannot see (template types such as `index_t`, struct fields of unknown type). One finding per statement, and per product in a function.
 
 Widths and values come from the semantic model (`mpslint/semantic/`): types through typedefs
 (`typedef long wide_t`), struct fields, `auto` and vector components; `const uint k = 4;` is a constant;
@@ -23,14 +22,22 @@ a factor known small (`c ? 1 : 2`, `x & 31`, `i % 8`) counts as one; a product w
 overflow its type is not reported. A launcher that is dead code (a `static` function nothing calls)
 launches nothing.
 
+**Entered with what the host binds.** A kernel every live launch of which binds its arguments in one place
+(`mtl_setArgs`, `mtl_setBytes`, `[enc setBytes:&n length:... atIndex:k]`) is judged with the ranges the
+model gives the bound values at the launch: `ndim` bound from `static_cast<uint32_t>(t.dim())` is at most 64,
+so a loop counter `d < ndim` is small and `d * ndim` cannot wrap; a value a dominating `TORCH_CHECK` bounds
+keeps that bound; a one-dimensional dispatch of `min(n, 1024)` threads keeps the `[[thread_position_in_grid]]`
+scalar below 1024. A loop counter is small only by such values, not by its name: with no visible launch
+binding `ndim`, `d * ndim` is a product of two run-time `uint`s.
+
 **Judged by the host that launches the kernel.** When the run includes the MPS operation sources
 (`native/mps/operations/*.mm`), a product
 is reported only if a host function in the tree launches the kernel (directly, or through a device
 helper the kernel calls) and neither it, the helpers it calls nor its callers (two calls either way)
-keep the sizes in range: no `with_32bit_indexing()` split, no `can_use_32bit_indexing()` /
-`canUse32BitIndexMath()` / `offsetsFitIn<uint32_t>()` test or index-width dispatch, no comparison of
-a size with a 32-bit limit (`std::numeric_limits<int32_t>::max()`, `INT_MAX`, `UINT32_MAX`) or a named
-limit (`kMaxFusedLossNumel`). The message names the unbounded launcher. Kernels that no host code in
+keep the sizes in range: no `with_32bit_indexing()` split, and no check the model proves to bound a size
+below 2^32 (`can_use_32bit_indexing()`, `canUse32BitIndexMath(t)`, `!isTooLargeForMPSGraph(t)`, a boolean
+helper that compares, or a comparison of a size with a value the model knows: `std::numeric_limits<int32_t>::max()`,
+`INT_MAX`, `constexpr int64_t kMaxRowNumel = 1L << 30`). A check on the launch grid bounds no offset. The message names the unbounded launcher. Kernels that no host code in
 the run launches by a name mpslint can resolve are not reported: there is nothing to judge them by.
 When Metal files (or headers) are linted without the operation sources, every unguarded product is
 reported, marked as such.
@@ -78,109 +85,48 @@ Guide: *Working with Large Tensors* — "Most Metal kernels take `numel` as `uin
 
 from __future__ import annotations
 
-import re
-
 from mpslint import hostflow as hf
 from mpslint.model import Severity
 from mpslint.rule import Rule
 from mpslint.semantic import ranges as R
-from mpslint.semantic.expressions import strip_parens, walk
+from mpslint.semantic.expressions import identifiers, strip_parens, walk
 from mpslint.semantic.model import semantic_model
 from mpslint.families import operation_sources
+from mpslint.launch_bindings import launch_param_ranges
 from mpslint.launchflow import MetalCallIndex, index_range_evidence, launchers
 from mpslint.metalflow import metal_sources
 
 W32, W64, CONST = "w32", "w64", "const"
 _SMALL_VALUE = 1 << 16
 
-_T64 = {"long", "ulong", "int64_t", "uint64_t", "size_t", "ptrdiff_t", "intptr_t", "uintptr_t", "long long", "unsigned long"}
-_T32 = {"int", "uint", "int32_t", "uint32_t", "short", "ushort", "int16_t", "uint16_t", "unsigned", "unsigned int", "char", "uchar", "int8_t", "uint8_t"}
-_QUALS = re.compile(r"\b(const|constant|device|thread|threadgroup|threadgroup_imageblock|static|volatile|inline|register|metal::|::)\b")
-_SMALL_BOUND = re.compile(r"(?i)^(?:\w*dim\w*|\w*rank\w*|num_?indices|\w*_?ndims?|[A-Z][A-Z0-9_]*|\d+[uUlL]*|sizeof\b.*|max_ndim|kMax\w*)$")
-_FOR_HEAD = re.compile(r"for\s*\(\s*(?:const\s+)?(?:[\w:]+\s+)?([A-Za-z_]\w*)\s*=\s*[^;]*;\s*\1\s*(?:<|<=|!=)\s*([^;]+?)\s*;")
-
-
-def _base_type(t: str) -> str:
-    t = _QUALS.sub(" ", t.replace("&", " ")).strip()
-    return re.sub(r"\s+", " ", t)
-
-
-def _scalar_width(t: str):
-    """Width of a (vector of) scalar type name: W32, W64 or None."""
-    t = _base_type(t).replace("*", "").strip()
-    if "constexpr" in t:
-        return CONST
-    if t in _T64:
-        return W64
-    if t in _T32:
-        return W32
-    m = re.fullmatch(r"(u?long|u?int|u?short|u?char)[234]", t)
-    if m:
-        return W64 if "long" in m.group(1) else W32
-    m = re.fullmatch(r"(?:metal::)?(?:vec|array)<\s*([\w ]+?)\s*,\s*\d+\s*>", t)
-    if m:
-        return _scalar_width(m.group(1))
-    return None
+_SPACES = ("device", "constant")
 
 
 class _Env:
-    """What a function's names are: 32/64-bit integers, compile-time constants, buffers, local arrays."""
+    """A Metal function's buffers: its `device`/`constant` pointer and array parameters, and the pointers
+    declared into them (`constant float* row = in + offset;`)."""
 
-    def __init__(self, fn, header: str, text: str = ""):
-        self.types: dict[str, object] = {}
-        self.buffers: set[str] = set()
-        self.locals_arrays: set[str] = set()
-        self.elem: dict[str, object] = {}  # pointer/array name -> element width
-        self.small: set[str] = set()
-        self.decl_init: dict[str, object] = {}
-        for m in re.finditer(r"(?:^|[<,])\s*(?:typename|class)\s+(\w+)", header):
-            self.types[m.group(1)] = None
-        for m in re.finditer(r"(?:^|[<,])\s*(?:u?int|u?short|u?long|bool|size_t|int\d+_t|uint\d+_t)\s+(\w+)", header):
-            self.types[m.group(1)] = CONST
-        for p in fn.params:
-            if not p.name:
-                continue
-            raw = p.raw
-            if "*" in p.type or "[" in raw.split("[[")[0]:
-                # the address space may precede the parameter's node (it was masked): look before it too
-                lead = text[max(0, p.span.start - 40) : p.span.start]
-                lead = re.split(r"[(,]", lead)[-1]
-                space = re.search(r"(?<![\w:])(device|constant|threadgroup|thread)\b", lead + " " + raw)
-                if space is not None and space.group(1) in ("device", "constant"):
-                    self.buffers.add(p.name)
-                self.elem[p.name] = _scalar_width(p.type)
-                self.types[p.name] = None
-            else:
-                self.types[p.name] = _scalar_width(p.type)
+    def __init__(self, fm):
+        fn = fm.fn
+        self.buffers: set[str] = {p.name for p in fn.params if p.name and p.space in _SPACES and ("*" in p.type or "[" in p.type)}
         for d in fn.decls:
-            if d.array:
-                self.locals_arrays.add(d.name)
-                self.elem[d.name] = _scalar_width(d.type)
-                self.types[d.name] = None
-                continue
-            self.types[d.name] = _scalar_width(d.type)
-            if d.init is not None:
-                self.decl_init[d.name] = d
-        for s in fn.stmts:
-            if s.kind == "for_statement":
-                m = _FOR_HEAD.search(s.text)
-                if m and _SMALL_BOUND.match(m.group(2).strip()):
-                    self.small.add(m.group(1))
+            if d.pointer and d.init is not None and d.init.tree is not None and identifiers(d.init.tree) & self.buffers:
+                self.buffers.add(d.name)
 
 
 def _cls(n, stmt: int, fm, env: _Env):
     """W64 / W32 / CONST for an integer expression, None when its type is not known (template types)."""
     n = strip_parens(n)
-    if n.kind == "id" and n.op in env.small:
-        return CONST
     r = fm.range(n, stmt)
     if r.lo is not None and r.lo == r.hi:
         return CONST  # a literal, `constexpr`/`const` value, template constant
     t = fm.type_of(n, stmt)
     if r.bounded and max(abs(r.lo), abs(r.hi)) <= _SMALL_VALUE and r != fm.type_range(t):
-        return CONST  # a value known small (`c ? 1 : 2`, `x & 31`, `i % 8`), like a literal factor
-    if n.kind == "id" and env.types.get(n.op, W32) is CONST:
-        return CONST  # a non-type template parameter
+        return CONST  # a value known small (`c ? 1 : 2`, `x & 31`, `i % 8`, a loop counter below `ndim`), like a literal factor
+    if n.kind == "id":
+        sym = fm.scope.lookup(n.op, stmt)
+        if sym is not None and sym.template:
+            return CONST  # a non-type template parameter
     if t.kind == "vector" and t.elem is not None:
         t = t.elem
     if not t.is_int:
@@ -188,8 +134,8 @@ def _cls(n, stmt: int, fm, env: _Env):
     return W64 if t.bits >= 64 else W32
 
 
-def narrow_products(node, stmt: int, fm, env: _Env) -> list[str]:
-    """Texts of the run-time 32-bit products inside ``node`` that can wrap."""
+def narrow_products(node, stmt: int, fm, env: _Env) -> list:
+    """The run-time 32-bit products inside ``node`` that can wrap (expression nodes)."""
     out = []
     for n in walk(node):
         if n.kind != "binary" or n.op != "*":
@@ -203,7 +149,7 @@ def narrow_products(node, stmt: int, fm, env: _Env) -> list[str]:
         raw = R.mul(fm.range(left, stmt), fm.range(right, stmt))
         if raw.within(t.min(), t.max()):
             continue  # both factors are small enough (masks, `%`, guarded values): no wrap
-        out.append(n.text)
+        out.append(n)
     return out
 
 
@@ -240,15 +186,34 @@ class NarrowOffsetArithmetic(Rule):
             fn = attrs.get("function")
             return fn is not None and hf.is_dead(fn, attrs.get("path"), sites, registered, escaping)
 
+        # what the launching hosts bind to each kernel's parameters (item: judge a kernel by its launches)
+        bound = launch_param_ranges(graph, model, hosts) if calls is not None else {}
+        kernel_fns = {id(k.function) for lst in ctx.project.metals.values() for m in lst for k in m.kernels}
+
+        def entry(fn) -> dict | None:
+            """The parameter ranges every live launch of kernel ``fn`` gives it (joined), or None."""
+            if calls is None or id(fn) not in kernel_fns:
+                return None
+            impls = [i for i in launchers(graph, frozenset(calls.ops_reaching(fn.name))) if not dead(graph.attrs(i))]
+            per = [bound.get(i, {}).get(id(fn)) for i in impls]
+            if not per or any(p is None for p in per):
+                return None
+            names = set.intersection(*(set(p) for p in per))
+            out = {}
+            for name in sorted(names):
+                iv = per[0][name]
+                for p in per[1:]:
+                    iv = iv.join(p[name])
+                out[name] = iv
+            return out or None
+
         for src in metal_sources(ctx):
             text = ctx.text(src.path)
             for fn in src.facts.functions:
                 if fn.body_span is None:
                     continue
-                header = text[fn.span.start : fn.name_span.start]
-                header = header[: header.find(">") + 1] if header.lstrip().startswith("template") else ""
-                env = _Env(fn, header, text)
-                found = list(self._function(ctx, src.path, model.function(fn, src.facts), env, seen))
+                fm = model.function(fn, src.facts, params=entry(fn))
+                found = list(self._function(ctx, src.path, fm, _Env(fm), seen))
                 if not found:
                     continue
                 if calls is None:
@@ -256,7 +221,7 @@ class NarrowOffsetArithmetic(Rule):
                 else:
                     mops = frozenset(calls.ops_reaching(fn.name))
                     if mops not in verdicts:
-                        verdicts[mops] = _unbounded_launch(graph, mops, dead)
+                        verdicts[mops] = _unbounded_launch(graph, model, hosts, mops, dead)
                     note = verdicts[mops]
                     if note is None:  # not launched from the linted host code, or every launch is bounded
                         continue
@@ -265,24 +230,14 @@ class NarrowOffsetArithmetic(Rule):
 
     def _function(self, ctx, path, fm, env: _Env, seen):
         fn = fm.fn
-        # pointers into buffers are buffers too: `constant float* base = in + offset;`
-        for d in fn.decls:
-            if d.init is not None and not d.array and ctx.source(path, d.span).lstrip().startswith("*"):
-                if any(re.search(r"(?<![\w.])" + re.escape(b) + r"\b", d.init.text) for b in list(env.buffers)):
-                    env.buffers.add(d.name)
         # names used to index buffers (or offset buffer pointers)
-        index_uses: dict[str, object] = {}
+        index_uses: set[str] = set()
         for sub in fn.subscripts:
-            if sub.array not in env.buffers:
-                continue
-            for name in re.findall(r"[A-Za-z_]\w*", sub.index.text):
-                index_uses.setdefault(name, sub)
+            if sub.array in env.buffers and sub.index.tree is not None:
+                index_uses |= identifiers(sub.index.tree)
         for d in fn.decls:
-            if d.init is not None and "*" in ctx.source(path, d.span).split("=")[0]:
-                for b in env.buffers:
-                    if re.search(r"(?<![\w.])" + re.escape(b) + r"\s*\+", d.init.text):
-                        for name in re.findall(r"[A-Za-z_]\w*", d.init.text):
-                            index_uses.setdefault(name, d)
+            if d.pointer and d.init is not None and d.init.tree is not None and _offsets_buffer(d.init.tree, env):
+                index_uses |= identifiers(d.init.tree)
         # 1. products inside buffer subscripts (one finding per statement: `float4(y[a * s], y[(a + 1) * s], ...)`)
         # and one per product in a function: `x[(base + i) * sa]` in every loop of a kernel is one problem)
         stmts_done: set[int] = set()
@@ -291,44 +246,43 @@ class NarrowOffsetArithmetic(Rule):
             if sub.array not in env.buffers or (sub.stmt >= 0 and sub.stmt in stmts_done):
                 continue
             narrow = narrow_products(sub.index.tree, sub.stmt, fm, env) if sub.index.tree is not None else []
-            narrow = [n for n in narrow if re.sub(r"\s+", "", n) not in products_done]
+            narrow = [n for n in narrow if fm.key(n, sub.stmt) not in products_done]
             if narrow and (path, sub.index.span.start) not in seen:
                 seen.add((path, sub.index.span.start))
                 stmts_done.add(sub.stmt)
-                products_done.update(re.sub(r"\s+", "", n) for n in narrow)
-                yield (sub.index.span, f"`{narrow[0]}` is a 32-bit product inside the index of `{sub.array}[...]`",
+                products_done.update(fm.key(n, sub.stmt) for n in narrow)
+                yield (sub.index.span, f"`{narrow[0].text}` is a 32-bit product inside the index of `{sub.array}[...]`",
                                     "compute the offset in `long` (cast one operand: `long(a) * b`)")
         # 2. pointer offsets: T* p = buf + a * b
         for d in fn.decls:
-            if d.init is None or "*" not in ctx.source(path, d.span).split("=")[0]:
+            if not d.pointer or d.init is None or d.init.tree is None or not identifiers(d.init.tree) & env.buffers:
                 continue
-            if not any(re.search(r"(?<![\w.])" + re.escape(b) + r"\b", d.init.text) for b in env.buffers):
-                continue
-            narrow = narrow_products(d.init.tree, d.stmt, fm, env) if d.init.tree is not None else []
-            narrow = [n for n in narrow if re.sub(r"\s+", "", n) not in products_done]
+            narrow = narrow_products(d.init.tree, d.stmt, fm, env)
+            narrow = [n for n in narrow if fm.key(n, d.stmt) not in products_done]
             if narrow and (path, d.init.span.start) not in seen:
                 seen.add((path, d.init.span.start))
-                products_done.update(re.sub(r"\s+", "", n) for n in narrow)
-                yield (d.init.span, f"`{narrow[0]}` is a 32-bit product in the pointer offset of `{d.name}`",
+                products_done.update(fm.key(n, d.stmt) for n in narrow)
+                yield (d.init.span, f"`{narrow[0].text}` is a 32-bit product in the pointer offset of `{d.name}`",
                                     "compute the offset in `long` (cast one operand: `long(a) * b`)")
         # 3. 32-bit locals computed from products, used to index a buffer
         for d in fn.decls:
             if d.array or d.init is None or d.init.tree is None or d.name not in index_uses or not _is_32bit_local(fm, d.name, d.stmt):
                 continue
             narrow = narrow_products(d.init.tree, d.stmt, fm, env)
-            product = narrow[0] if narrow else runtime_product(d.init.tree, d.stmt, fm, env)
+            product = narrow[0].text if narrow else runtime_product(d.init.tree, d.stmt, fm, env)
             if product is None or (path, d.init.span.start) in seen:
                 continue
             seen.add((path, d.init.span.start))
-            what = (f"`{d.name}` is a 32-bit `{_base_type(d.type)}` computed from the 32-bit product `{product}`" if narrow else
-                    f"the 64-bit product `{product}` is narrowed into the 32-bit `{_base_type(d.type)} {d.name}`")
+            base = fm.scope.lookup(d.name, d.stmt).type
+            what = (f"`{d.name}` is a 32-bit `{base}` computed from the 32-bit product `{product}`" if narrow else
+                    f"the 64-bit product `{product}` is narrowed into the 32-bit `{base} {d.name}`")
             yield (d.init.span, what + " and then indexes a buffer", f"declare `{d.name}` as `long`")
         # 4. offset += a * b into a 32-bit local
         for a in fn.assigns:
             if a.op not in ("+=", "-=", "*=", "=") or a.lhs not in index_uses or a.rhs.tree is None or not _is_32bit_local(fm, a.lhs, a.stmt):
                 continue
             narrow = narrow_products(a.rhs.tree, a.stmt, fm, env)
-            product = narrow[0] if narrow else runtime_product(a.rhs.tree, a.stmt, fm, env)
+            product = narrow[0].text if narrow else runtime_product(a.rhs.tree, a.stmt, fm, env)
             if product is None or (path, a.rhs.span.start) in seen:
                 continue
             seen.add((path, a.rhs.span.start))
@@ -345,17 +299,23 @@ class NarrowOffsetArithmetic(Rule):
         )
 
 
-def _unbounded_launch(graph, mops, dead=lambda a: False) -> str | None:
+def _unbounded_launch(graph, model, hosts, mops, dead=lambda a: False) -> str | None:
     """Why a launch of these kernels is unbounded (names the host function), or None when none is. A launcher
     that is dead code (a `static` function nothing calls) launches nothing."""
     for impl in launchers(graph, mops):
         if dead(graph.attrs(impl)):
             continue
-        if index_range_evidence(graph, impl) is None:
+        if index_range_evidence(graph, model, hosts, impl) is None:
             a = graph.attrs(impl)
             return (f"launched from `{a.get('name')}` in {a.get('path')}, which neither splits the launch with "
                     "`with_32bit_indexing()` nor compares the sizes with a 32-bit limit")
     return None
+
+
+def _offsets_buffer(node, env: _Env) -> bool:
+    """``node`` is a buffer plus an offset (`in + row * stride`)."""
+    return any(n.kind == "binary" and n.op in ("+", "-") and any(strip_parens(k).kind == "id" and strip_parens(k).op in env.buffers for k in n.kids)
+               for n in walk(node))
 
 
 def _is_32bit_local(fm, name: str, stmt: int) -> bool:

@@ -20,10 +20,15 @@ TREE = ROOT / "fixtures" / "aten"
 
 
 @pytest.fixture(scope="module")
-def graph():
+def linted():
     result = lint(LintOptions(paths=[str(TREE)], select=["MTL204"], cwd=ROOT))
     assert not result.internal_errors
-    return result.project.graph
+    return result
+
+
+@pytest.fixture(scope="module")
+def graph(linted):
+    return linted.project.graph
 
 
 def _launchers(graph, kernel):
@@ -52,17 +57,20 @@ def test_unlaunched_kernel_has_no_launcher(graph):
 @pytest.mark.parametrize(
     "function,evidence",
     [
-        ("copy_rows_split_mps", "32bit_indexing"),
-        ("copy_rows_checked_mps", "32-bit limit"),
-        ("copy_rows_limited_mps", "named limit"),
+        ("copy_rows_split_mps", "with_32bit_indexing"),
+        ("copy_rows_checked_mps", "bounds `in.numel()` below 2^32"),
+        ("copy_rows_limited_mps", "bounds `in.numel()` below 2^32"),  # a named constexpr limit, by its value
         ("copy_rows_mps", None),
         ("strided_gather_mps", None),
     ],
 )
-def test_index_range_evidence(graph, function, evidence):
+def test_index_range_evidence(linted, graph, function, evidence):
+    from mpslint.semantic.model import semantic_model
+
     impls = [n for n in graph.nodes("impl") if graph.attrs(n).get("name") == function]
     assert impls, function
-    ev = launchflow.index_range_evidence(graph, impls[0])
+    project = linted.project
+    ev = launchflow.index_range_evidence(graph, semantic_model(project), project.hosts, impls[0])
     if evidence is None:
         assert ev is None, ev
     else:
@@ -205,3 +213,35 @@ def test_literal_head(pattern, head):
     from mpslint.project import _literal_head
 
     assert _literal_head(pattern) is head
+
+
+def test_kernels_are_entered_with_what_their_hosts_bind(linted, graph):
+    """`launch_param_ranges`: the model's range of each value a host binds, by the kernel parameter it lands in."""
+    from mpslint.launch_bindings import launch_param_ranges
+    from mpslint.semantic.model import semantic_model
+    from mpslint.semantic.ranges import Interval
+
+    project = linted.project
+    got = launch_param_ranges(graph, semantic_model(project), project.hosts)
+    by_name = {graph.attrs(i)["name"]: list(v.values())[0] for i, v in got.items()}
+    assert by_name["small_walk_mps"] == {"ndim": Interval(0, 64), "tid": Interval(0, 1023)}  # `in.dim()`, `min(numel, 1024)` threads
+    assert by_name["diagonal_walk_mps"]["count"] == Interval(0, (1 << 32) - 1)  # a narrowed size: any uint
+    assert "copy_rows_mps" not in by_name  # binds in a helper (`launch_rows`): nothing is known
+
+
+def test_a_kernel_parameter_takes_the_range_it_is_entered_with(linted):
+    from mpslint.semantic.expressions import walk
+    from mpslint.semantic.model import semantic_model
+    from mpslint.semantic.ranges import Interval
+
+    project = linted.project
+    model = semantic_model(project)
+    path = next(p for p in project.metals if p.endswith("kernels/Offsets.metal"))
+    facts = project.metals[path][0]
+    fn = next(f for f in facts.functions if f.name == "small_walk")
+    sub = next(s for s in fn.subscripts if s.array == "out" and "ndim" in s.index.text)
+    product = next(n for n in walk(sub.index.tree) if n.kind == "binary" and n.op == "*")
+    plain = model.function(fn, facts)
+    entered = model.function(fn, facts, params={"ndim": Interval(0, 64)})
+    assert plain.range(product, sub.stmt) == Interval(0, (1 << 32) - 1)  # any uint times any uint: it wraps
+    assert entered.range(product, sub.stmt) == Interval(0, 63 * 64)  # the counter stays below `ndim`

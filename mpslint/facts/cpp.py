@@ -64,6 +64,7 @@ class Decl:
     stmt: int
     array: bool = False
     reference: bool = False
+    pointer: bool = False  # declared through a pointer declarator: `device float* p = ...`
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ class Param:
     span: Span
     default: str = ""
     raw: str = ""  # the parameter's original text (Metal: with its [[attribute]])
+    space: str = ""  # Metal address space of a pointer or reference: "device", "constant", "threadgroup", "thread"
 
 
 @dataclass
@@ -114,6 +116,8 @@ class Function:
     return_type: str = ""
     template: bool = False
     qualifiers: str = ""  # original text before the name: "static inline", "kernel void", ...
+    # a template's parameters: non-type ones with their type (`int N`), type ones with type "typename"
+    template_params: tuple[Param, ...] = ()
     stmts: list[Stmt] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     decls: list[Decl] = field(default_factory=list)
@@ -155,6 +159,7 @@ _LEAD = re.compile(r"(\[\[\s*kernel\s*\]\]|\bkernel|\bvertex|\bfragment)\s*$")
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _TRAILING_NAME = re.compile(r"[A-Za-z_]\w*\s*$")
 _PARAM_ATTR = re.compile(r"\s*(\[\[.*?\]\])", re.S)
+_ADDRESS_SPACE = re.compile(r"(?<![\w:])(device|constant|threadgroup_imageblock|threadgroup|thread|ray_data|object_data)\b")
 _LAST_NAME = re.compile(r"([A-Za-z_]\w*)\s*$")
 
 
@@ -336,6 +341,14 @@ class CppFacts:
             prefix = lead.group(1) + " " + prefix
         parent = node.parent
         template = parent is not None and parent.type == "template_declaration"
+        tparams: tuple[Param, ...] = ()
+        if template:
+            tlist = parent.child_by_field_name("parameters")
+            if tlist is not None:
+                kinds = ("type_parameter_declaration", "optional_type_parameter_declaration", "variadic_type_parameter_declaration")
+                typed = tuple(Param(type="typename", name=self.mtext(c.named_children[0]).strip(), span=self.span(c))
+                              for c in tlist.named_children if c.type in kinds and c.named_children)
+                tparams = typed + self._params(tlist)
         if parent is not None and parent.type == "field_declaration_list":
             kind = "method"
         fn = Function(
@@ -348,6 +361,7 @@ class CppFacts:
             return_type=compact(self.mtext(rtype)) if rtype is not None else "",
             template=template,
             qualifiers=compact(prefix),
+            template_params=tparams,
         )
         self.functions.append(fn)
         if body is not None:
@@ -378,7 +392,13 @@ class CppFacts:
             tail = self.text[end : end + 200]
             tm = _PARAM_ATTR.match(tail)
             raw = compact(self.raw(p) + (" " + tm.group(1) if tm else ""))
-            out.append(Param(type=typ, name=name, span=self.span(p), default=default, raw=raw))
+            # the address space was masked and may lie before the node: the original text back to `(` or `,`
+            start = self.off(p.start_byte)
+            lead = self.text[max(0, start - 60) : start]
+            lead = lead[max(lead.rfind("("), lead.rfind(",")) + 1 :]
+            head = self.text[start : self.off(d.start_byte)] if d is not None else ""
+            sm = _ADDRESS_SPACE.search(lead + " " + head)
+            out.append(Param(type=typ, name=name, span=self.span(p), default=default, raw=raw, space=sm.group(1) if sm else ""))
         return tuple(out)
 
     # ---------------------------------------------------------------- bodies
@@ -479,6 +499,7 @@ class CppFacts:
                     stmt=idx,
                     array="[" in ttext,
                     reference="&" in ttext,
+                    pointer=target.type == "pointer_declarator",
                 )
             )
 

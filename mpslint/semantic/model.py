@@ -92,10 +92,13 @@ class SemanticModel:
             )
         return t
 
-    def function(self, fn: Function, facts=None) -> "FunctionModel":
-        m = self._functions.get(id(fn))
+    def function(self, fn: Function, facts=None, params: dict[str, Interval] | None = None) -> "FunctionModel":
+        """The model of ``fn``; with ``params``, of ``fn`` entered with those ranges of its parameters (a kernel as
+        the host code that launches it binds it: ``launch_bindings.launch_param_ranges``)."""
+        key = (id(fn), tuple(sorted(params.items()))) if params else id(fn)
+        m = self._functions.get(key)
         if m is None:
-            m = self._functions[id(fn)] = FunctionModel(self, fn, self.tables_for(facts) if facts is not None else self.tables)
+            m = self._functions[key] = FunctionModel(self, fn, self.tables_for(facts) if facts is not None else self.tables, params)
         return m
 
     def helper(self, name: str) -> tuple[tuple[str, ...], Node, "FunctionModel"] | None:
@@ -114,9 +117,11 @@ class SemanticModel:
 
 
 class FunctionModel:
-    def __init__(self, model: SemanticModel, fn: Function, tables: FileTables):
+    def __init__(self, model: SemanticModel, fn: Function, tables: FileTables, params: dict[str, Interval] | None = None):
         self.model = model
         self.fn = fn
+        # what every caller (a launching host) passes for a parameter: name -> range; `pos.x` for a vector's component
+        self.params = dict(params or {})
         self.scope = Scope(fn, tables)
         self.defs = Definitions(fn)
         self._bounds: dict[int, dict[str, Bound]] = {}
@@ -411,6 +416,8 @@ class FunctionModel:
             vals = self.values(n.op, stmt)
             sym = self.scope.lookup(n.op, stmt)
             declared = self.type_range(self.type_of(n, stmt, depth + 1)) if sym is not None else R.TOP
+            if sym is not None and sym.stmt < 0 and n.op in self.params and not self.defs.assigned(n.op):
+                declared = declared.meet(self.params[n.op])  # a parameter, as every launch binds it
             if not vals:
                 return declared
             out = None
@@ -427,6 +434,9 @@ class FunctionModel:
             return (out or R.TOP).meet(declared) if declared.bounded else (out or R.TOP)
         if k == "member":
             t = self.type_of(n, stmt, depth + 1)
+            base = strip_parens(n.kids[0]) if n.kids else None
+            if base is not None and base.kind == "id" and f"{base.op}.{n.op}" in self.params and not self.defs.assigned(base.op):
+                return self.type_range(t).meet(self.params[f"{base.op}.{n.op}"])
             return self.type_range(t)
         if k == "cast":
             t = self.scope.type_of_text(n.extra)

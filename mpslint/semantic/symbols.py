@@ -24,6 +24,7 @@ class Symbol:
     init: Node | None
     const: bool  # const / constexpr: its value is its initialiser for its whole lifetime
     stmt: int  # the declaring statement (-1 for parameters and file scope)
+    template: bool = False  # a non-type template parameter: a compile-time constant of unknown value
 
 
 class FileTables:
@@ -77,6 +78,7 @@ class Scope:
         for d in fn.decls:
             self._by_name.setdefault(d.name, []).append(d)
         self._params = {p.name: p for p in fn.params if p.name}
+        self._template = {p.name: p for p in getattr(fn, "template_params", ()) if p.name and p.type != "typename"}
         self._types: dict[str, CType] = {}
 
     def type_of_text(self, text: str) -> CType:
@@ -110,6 +112,9 @@ class Scope:
                 elem = self.type_of_text(p.type[: p.type.find("[")].replace(name, "").strip())
                 return Symbol(name, CType("container", name=p.type, elem=elem), p.type, p, None, False, -1)
             return Symbol(name, self.type_of_text(p.type), p.type, p, None, _is_const(p.type) and "&" not in p.type, -1)
+        t = self._template.get(name)
+        if t is not None:
+            return Symbol(name, self.type_of_text(t.type), t.type, t, None, True, -1, template=True)
         c = self.tables.constant(name)
         if c is not None:
             typ_text, node = c
