@@ -40,14 +40,24 @@ Guide: *Working with TensorIterators* — "Pass `TensorIteratorBase&`, not `Tens
 
 from __future__ import annotations
 
-import re
 
 from mpslint import hostflow as hf
 from mpslint.model import Severity
 from mpslint.rule import Rule
+from mpslint.semantic.expressions import identifiers
 from mpslint.semantic.model import semantic_model
+from mpslint.semantic.types import parse_type
 
-_ITER_BUILD = re.compile(r"TensorIterator\w*|nullary_op|unary_op|binary_op|add_output|add_owned_output|add_input|add_owned_input|add_const_input")
+# calls that put a tensor into a TensorIterator (a config's add_*, the static builders, the constructors)
+_ITER_BUILD = {
+    "add_output", "add_owned_output", "add_input", "add_owned_input", "add_const_input", "add_borrowed_input",
+    "add_borrowed_output", "nullary_op", "unary_op", "binary_op", "borrowing_nullary_op", "borrowing_unary_op",
+    "borrowing_binary_op", "unary_float_op", "binary_float_op", "comparison_op", "reduce_op",
+}
+
+
+def _builds_iterator(call) -> bool:
+    return call.name in _ITER_BUILD or call.name.startswith("TensorIterator")
 
 
 class TensorRefKernel(Rule):
@@ -107,17 +117,17 @@ class TensorRefKernel(Rule):
 
     def _const_cast(self, ctx, path, fn):
         casted: dict[str, int] = {}
+        builders = [b for b in fn.calls if _builds_iterator(b)]
         for c in fn.calls:
-            if c.name != "const_cast" or not re.search(r"\b(Tensor|TensorBase)\s*&", c.template):
+            if c.name != "const_cast" or parse_type(c.template, {}).kind != "tensor" or not c.template.rstrip().endswith("&"):
                 continue
-            stmt = hf.stmt_text(fn, c.stmt)
-            feeds = bool(_ITER_BUILD.search(stmt))
+            # the cast is an argument of a builder call, or is held in a local a later builder call takes
+            feeds = any(b.span.start <= c.span.start and c.span.end <= b.span.end for b in builders)
             if not feeds:
                 for d in fn.decls:
                     if d.stmt == c.stmt:
                         casted[d.name] = c.stmt
-                        later = [s.text for s in fn.stmts[c.stmt + 1 :]]
-                        if any(_ITER_BUILD.search(t) and re.search(r"(?<![\w.])" + re.escape(d.name) + r"\b", t) for t in later):
+                        if any(b.stmt > c.stmt and any(a.tree is not None and d.name in identifiers(a.tree) for a in b.args) for b in builders):
                             feeds = True
             if feeds:
                 yield ctx.finding(

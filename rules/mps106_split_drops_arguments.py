@@ -37,7 +37,6 @@ Guide: *Working with Large Tensors* — "Decompose via `iter.with_32bit_indexing
 
 from __future__ import annotations
 
-import re
 
 from mpslint import hostflow as hf
 from mpslint.model import Fix, Severity
@@ -45,7 +44,16 @@ from mpslint.rule import Rule
 from mpslint.semantic.expressions import int_literal, strip_parens
 from mpslint.semantic.model import semantic_model
 
-_LITERAL = re.compile(r"^(?:-?\d[\w.]*|true|false|nullptr|std::nullopt|c10::nullopt|\{\}|\"[^\"]*\")$")
+_LITERALS = ("int", "float", "str", "char", "bool", "null")
+_EMPTY = {"std::nullopt", "c10::nullopt", "nullopt"}
+
+
+def _literal(n) -> bool:
+    """A literal, `{}` or `std::nullopt`: a value spelled the same wherever it is written."""
+    n = strip_parens(n)
+    if n.kind == "unary" and n.op == "-" and n.kids:
+        n = strip_parens(n.kids[0])
+    return n.kind in _LITERALS or (n.kind == "init" and not n.kids) or (n.kind == "id" and n.op in _EMPTY)
 
 
 class SplitDropsArguments(Rule):
@@ -79,7 +87,7 @@ class SplitDropsArguments(Rule):
         n = strip_parens(arg.tree)
         if n.kind == "id" and fm.scope.lookup(n.op, stmt) is not None and fm.scope.lookup(n.op, stmt).stmt < 0 and fm.scope.lookup(n.op, stmt).decl is not None:
             return False  # a parameter: forwarded
-        if arg.text == default and _LITERAL.match(arg.text):
+        if arg.text == default and _literal(n):
             return True
         lit = int_literal(default)
         want = lit[0] if lit else {"true": 1, "false": 0}.get(default.strip())

@@ -48,10 +48,18 @@ import re
 from mpslint.model import Severity
 from mpslint.rule import Rule
 from mpslint.semantic.expressions import identifiers, strip_parens
+from mpslint.semantic.model import semantic_model
 from mpslint.metalflow import is_kernel_function, metal_sources
 
 _COUNT_NAME = re.compile(r"(?i)^(?:n|numel|num_?el(?:em(?:ent)?)?s?|n_?el(?:em(?:ent)?)?s?|size|total(?:_size)?|len|length|count|n_?elements|num_?threads)$")
-_SCALAR = re.compile(r"^(?:const\s+)?(?:u?int|u?long|u?short|int\d+_t|uint\d+_t|size_t)\s*&?$")
+
+
+def _scalar_int(fm, p) -> bool:
+    """An integer scalar parameter (by value or `constant uint&`), by the model's type."""
+    if "*" in p.type or "[" in p.type:
+        return False
+    sym = fm.scope.lookup(p.name, -1)
+    return sym is not None and sym.type.kind == "int"
 _GRID = {"thread_position_in_grid", "thread_index_in_grid"}
 
 
@@ -64,17 +72,19 @@ class UncheckedGridBound(Rule):
     guide = "Debugging Metal Kernels with torch.mps.compile_shader: Dispatch Semantics"
 
     def check(self, ctx):
+        model = semantic_model(ctx.project)
         for src in metal_sources(ctx):
             text = ctx.text(src.path)
             for fn in src.facts.functions:
                 if not is_kernel_function(fn) or fn.body_span is None:
                     continue
-                grid = [p.name for p in fn.params if re.search(r"\[\[\s*(%s)\s*\]\]" % "|".join(_GRID), p.raw)]
+                kernel = next((k for k in src.facts.kernels if k.function is fn), None)
+                grid = [name for name, attr in (kernel.attributes if kernel is not None else {}).items() if attr in _GRID]
                 if not grid:
                     continue
                 read = _names_read(fn)
                 for p in fn.params:
-                    if not p.name or not _COUNT_NAME.match(p.name) or not _SCALAR.match(p.type.strip()):
+                    if not p.name or not _COUNT_NAME.match(p.name) or not _scalar_int(model.function(fn, src.facts), p):
                         continue
                     if p.name in read:
                         continue
@@ -116,8 +126,7 @@ def _grid_write(fn, grid: set[str], text):
     """The first ``buffer[... tid ...] = ...`` of a device buffer indexed by the grid position, or None."""
     buffers = set()
     for p in fn.params:
-        lead = re.split(r"[(,]", text[max(0, p.span.start - 40) : p.span.start])[-1]
-        if "*" in p.type and re.search(r"(?<![\w:])device\b", lead + " " + p.raw):
+        if "*" in p.type and p.space == "device":
             buffers.add(p.name)
     by_start = {sub.span.start: sub for sub in fn.subscripts if sub.tree is not None}
     for a in fn.assigns:
