@@ -180,6 +180,10 @@ def launch_param_ranges(graph, model, hosts) -> dict[str, dict[int, dict[str, ob
             iv = fm.range(node, call.stmt)
             if iv.lo is not None or iv.hi is not None:
                 ranges[slot.name] = iv
+            if node.kind == "id":
+                # a parameter struct filled field by field before it is bound: `p.ndim = t.dim(); mtl_setBytes(enc, p, 2)`
+                for field, fiv in _struct_fields(fm, fn, node.op, call.stmt).items():
+                    ranges[f"{slot.name}.{field}"] = fiv
         grid = _grid_1d(fn, launch.ref.span.start)
         for _path, kernel in launch.candidates or ((launch.kernel_path, launch.kernel),):
             mine = dict(ranges)
@@ -195,6 +199,32 @@ def launch_param_ranges(graph, model, hosts) -> dict[str, dict[int, dict[str, ob
                             mine[name] = Interval(0, max(n.hi - 1, 0))
             if mine:
                 out.setdefault(launch.impl, {})[id(kernel.function)] = mine
+    return out
+
+
+def _struct_fields(fm, fn, name: str, at: int) -> dict:
+    """Ranges of the fields of local ``name`` assigned once each, unconditionally, before statement ``at``."""
+    sym = fm.scope.lookup(name, at)
+    if sym is None or sym.type.kind != "struct" or not (0 <= at < len(fn.stmts)):
+        return {}
+    around = set(fn.stmts[at].parents)
+    seen: dict[str, list] = {}
+    for a in fn.assigns:
+        head, dot, field = a.lhs.replace(" ", "").partition(".")
+        if head == name and dot and field.isidentifier():
+            seen.setdefault(field, []).append(a)
+        elif head == name and not dot:
+            return {}  # the whole struct reassigned: not followed
+    out = {}
+    for field, assigns in sorted(seen.items()):
+        if len(assigns) != 1:
+            continue
+        a = assigns[0]
+        if a.op != "=" or a.rhs.tree is None or not (0 <= a.stmt < at) or not set(fn.stmts[a.stmt].parents) <= around:
+            continue
+        iv = fm.range(a.rhs.tree, a.stmt)
+        if iv.lo is not None or iv.hi is not None:
+            out[field] = iv
     return out
 
 

@@ -227,6 +227,9 @@ def test_kernels_are_entered_with_what_their_hosts_bind(linted, graph):
     assert by_name["small_walk_mps"] == {"ndim": Interval(0, 64), "tid": Interval(0, 1023)}  # `in.dim()`, `min(numel, 1024)` threads
     assert by_name["diagonal_walk_mps"]["count"] == Interval(0, (1 << 32) - 1)  # a narrowed size: any uint
     assert "copy_rows_mps" not in by_name  # binds in a helper (`launch_rows`): nothing is known
+    # a parameter struct filled field by field: each field lands in `p.<field>`
+    assert by_name["param_walk_mps"]["p.ndim"] == Interval(0, 64)
+    assert by_name["param_walk_mps"]["p.rows"] == Interval(0, (1 << 32) - 1)
 
 
 def test_a_kernel_parameter_takes_the_range_it_is_entered_with(linted):
