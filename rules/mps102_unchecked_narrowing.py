@@ -40,6 +40,12 @@ does not bound `rows * cols`, `A || B` proves only what both arms prove. A bound
 bounds each factor (`n * D <= INT32_MAX` bounds `D`). Dimension counts (`t.dim()`, `t.sizes().size()`,
 `iter.ndim()`) are at most 64 and never flagged.
 
+**Bounds the callers establish.** In a `static` function whose every call site is in its file, a value made of
+its parameters (`q.size(2)`, `q.numel()`) is judged at each call too: `if (query.size(2) <= 8) small_path(q_contig)`
+bounds `small_path`'s `q.size(2)` when the argument has the shape of `query` (a local copy, `contiguous()`,
+`clone()`, `to(...)`, or a `?:` of those). Every call must bound it; one caller up (a caller's own callers are not
+followed for this).
+
 A dimension computed from the sizes of tensors that a dominating check keeps addressable in 32 bits
 (`canUse32BitIndexMath(input)`, `input.numel() <= INT32_MAX`) is not reported: each of those sizes fits, and
 so does what the op derives from them in practice (an output width from an input width). Linear extents
@@ -108,7 +114,8 @@ class UncheckedNarrowing(Rule):
             for fn in facts.functions:
                 if hf.is_dead(fn, path, sites, registered, escaping):
                     continue  # a static function nothing calls: dead code, nothing to fix
-                yield from self._check_fn(ctx, path, model.function(fn, facts), fn.name in sub_callees, has_include, facts.includes)
+                callers = _Callers(model, hosts, sites, registered, escaping, path)
+                yield from self._check_fn(ctx, path, model.function(fn, facts), fn.name in sub_callees, has_include, facts.includes, callers)
 
     @staticmethod
     def _every_use_bounded(fm, d, declared) -> bool:
@@ -125,7 +132,7 @@ class UncheckedNarrowing(Rule):
                 return False
         return True
 
-    def _check_fn(self, ctx, path, fm, is_subiter_callee, has_include, includes=()):
+    def _check_fn(self, ctx, path, fm, is_subiter_callee, has_include, includes=(), callers=None):
         fn = fm.fn
         iters = set(hf.iter_params(fn))
         loops = hf.subiter_loops(fn)
@@ -154,6 +161,8 @@ class UncheckedNarrowing(Rule):
                 return None
             if extent == "dim" and any(fm.tensor_bounded(t, stmt, kind == "stride") for t, kind in fm.sized_from(n, stmt)):
                 return None  # a dimension computed from tensors a check keeps addressable in 32 bits
+            if callers is not None and callers.bound(fm, n, stmt, target):
+                return None  # every caller bounds what it passes: `if (q.size(2) <= 8) small_path(q)`
             return extent, fm.near_miss(n, stmt)
 
         def message_tail(extent, miss, shown):
@@ -279,6 +288,39 @@ class UncheckedNarrowing(Rule):
                 f"use `c10::checked_convert` or guard the value with `TORCH_CHECK`." + message_tail(extent, miss, a.rhs.text),
                 severity=severity(extent),
             )
+
+
+class _Callers:
+    """Whether every caller of a function keeps a value of its parameters within a type, at the call."""
+
+    def __init__(self, model, hosts, sites, registered, escaping, path):
+        self.model, self.hosts, self.sites = model, hosts, sites
+        self.registered, self.escaping, self.path = registered, escaping, path
+
+    def bound(self, fm, node, stmt, target) -> bool:
+        """``node`` (at ``stmt``) is made of ``fm``'s parameters only, ``fm`` is a ``static`` function whose every
+        call site is visible, and at each call the caller's dominating checks keep the value within ``target``."""
+        fn = fm.fn
+        name = hf.short_name(fn.name)
+        if fn.kind == "impl_func" or name in self.registered or name in self.escaping or not hf.is_static(fn):
+            return False  # registered, handed out as a value or callable from another file: callers not all visible
+        o, at = fm.origin(node, stmt)
+        index = {p.name: i for i, p in enumerate(fn.params) if p.name}
+        ids = identifiers(o)
+        if not ids or not ids <= index.keys() or any(fm.defs.assigned(i) for i in ids):
+            return False
+        calls = hf.visible_sites(self.sites, fn, self.path)
+        if not calls:
+            return False
+        for cpath, caller, call in calls:
+            if any(index[i] >= len(call.args) or call.args[index[i]].tree is None for i in ids):
+                return False
+            cfm = self.model.function(caller, self.hosts.get(cpath))
+            env = {i: (cfm, call.args[index[i]].tree, call.stmt) for i in ids}
+            r = fm.bound_at_call(o, at, env, cfm, call.stmt)
+            if r.lo is None or r.hi is None or not fits(r.lo, r.hi, target):
+                return False
+        return True
 
 
 def _sized(fm, node, stmt) -> bool:

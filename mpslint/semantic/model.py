@@ -40,6 +40,8 @@ NAMED_LIMITS = {
     "INT16_MAX": (1 << 15) - 1, "UINT16_MAX": (1 << 16) - 1, "INT64_MAX": (1 << 63) - 1, "SIZE_MAX": (1 << 64) - 1,
     "CHAR_BIT": 8, "UINT8_MAX": 255, "INT8_MAX": 127,
 }
+_SHAPE_CALLS = {"size", "sym_size", "sizes", "sym_sizes", "shape", "numel", "sym_numel", "dim", "ndimension"}
+_SHAPE_KEEPING = {"contiguous", "clone", "to", "detach", "expect_contiguous", "resolve_conj", "resolve_neg"}
 _VEC_COMPONENTS = {"x", "y", "z", "w", "r", "g", "b", "a"}
 _SIZE_RANGE = Interval(0, (1 << 63) - 1)
 _COMPARE = {"<", "<=", ">", ">=", "==", "!="}
@@ -221,7 +223,10 @@ class FunctionModel:
             return f"{self.key(n.kids[0], stmt, depth + 1, env)}.{n.op}" if n.kids else n.op
         if n.kind == "call":
             c = n.kids[0]
-            head = f"{self.key(c.kids[0], stmt, depth + 1, env)}.{c.op}" if c.kind == "member" and c.kids else c.key()
+            if c.kind == "member" and c.kids and c.op in _SHAPE_CALLS:
+                head = f"{self._shape_key(c.kids[0], stmt, depth + 1, env)}.{c.op}"  # `t.contiguous().size(0)` is `t.size(0)`
+            else:
+                head = f"{self.key(c.kids[0], stmt, depth + 1, env)}.{c.op}" if c.kind == "member" and c.kids else c.key()
             targs = f"<{n.extra}>" if n.extra else ""
             return head + targs + "(" + ",".join(self.key(a, stmt, depth + 1, env) for a in n.kids[1:]) + ")"
         if n.kind == "index":
@@ -233,6 +238,49 @@ class FunctionModel:
         if n.kind == "unary":
             return f"{n.op}{self.key(n.kids[0], stmt, depth + 1, env)}"
         return n.key()
+
+    def _shape_key(self, node: Node, stmt: int, depth: int, env) -> str:
+        """The key of the tensor whose shape ``node`` has: through locals, copies that keep the shape
+        (``contiguous()``, ``clone()``, ``to(...)``, ``detach()``) and a ``?:`` of two such tensors."""
+        n = strip_parens(node)
+        if depth > _MAX_DEPTH:
+            return self.key(n, stmt, depth, env)
+        if n.kind == "id" and env and n.op in env:
+            caller, arg, at = env[n.op]
+            return caller._shape_key(arg, at, depth + 1, None)
+        if n.kind == "id":
+            o, at = self.origin(n, stmt, depth)
+            if o is not n:
+                return self._shape_key(o, at, depth + 1, env)
+        if n.kind == "call" and n.kids and n.kids[0].kind == "member" and n.kids[0].kids and n.kids[0].op in _SHAPE_KEEPING:
+            return self._shape_key(n.kids[0].kids[0], stmt, depth + 1, env)
+        if n.kind == "cond" and len(n.kids) == 3:
+            a = self._shape_key(n.kids[1], stmt, depth + 1, env)
+            if a == self._shape_key(n.kids[2], stmt, depth + 1, env):
+                return a
+        return self.key(n, stmt, depth, env)
+
+    def bound_at_call(self, node: Node, stmt: int, env: dict, caller: "FunctionModel", at: int) -> Interval:
+        """The range of this function's value ``node`` (at ``stmt``) as a caller bounds it at its call ``at``, the
+        parameters bound by ``env`` (name -> (caller, argument, at)): the caller's checks that dominate the call,
+        by the value's key in the caller's terms (`q.size(2) <= 8` before `f(q)` bounds `f`'s `t.size(2)`)."""
+        r = self.range(node, stmt, env=env, guards=False)
+        bounds = caller.bounds(at)
+        if not bounds:
+            return r
+        o = strip_parens(self.origin(node, stmt)[0]) if strip_parens(node).kind == "id" else strip_parens(node)
+        b = bounds.get(self.key(o, stmt, env=env))
+        if b is not None:
+            r = r.meet(b.interval)
+        owner = _size_owner(o)
+        if owner is not None:
+            nb = bounds.get(self._shape_key(owner, stmt, 0, env) + ".numel()")
+            if nb is not None and nb.interval.hi is not None:
+                r = r.meet(Interval(None, nb.interval.hi))
+        owner = owner if owner is not None else _stride_owner(o)
+        if owner is not None and self.key(owner, stmt, env=env) + "#32bit" in bounds:
+            r = r.meet(Interval(None, R.INT32_MAX))
+        return r
 
     # ------------------------------------------------------------------ types
     def type_of(self, node: Node, stmt: int, depth: int = 0) -> CType:
@@ -391,7 +439,7 @@ class FunctionModel:
             owner = _size_owner(o)
             if owner is not None and bounds:
                 # one size of a tensor (or iterator) is at most its element count, when it has elements
-                nb = bounds.get(self.key(owner, stmt, env=env) + ".numel()")
+                nb = bounds.get(self._shape_key(owner, stmt, 0, env) + ".numel()")
                 if nb is not None and nb.interval.hi is not None:
                     r = r.meet(Interval(None, nb.interval.hi))
             owner = owner if owner is not None else _stride_owner(o)
