@@ -9,8 +9,8 @@ import re
 from collections.abc import Iterable
 
 from .facts.cpp import Call, Function
+from .semantic.types import parse_type
 
-ITER_TYPE = re.compile(r"\bTensorIterator(Base)?\s*[&*]")
 TENSOR_REF_TYPE = re.compile(r"\b(?:at::)?(Tensor|TensorBase)\s*&")
 WHOLE_TENSOR_CALLS = ("tensor", "output", "input", "tensor_base", "output_base", "input_base")
 BINDERS = ("mtl_setArgs", "mtl_setBuffer", "mtl_setArg")
@@ -20,17 +20,28 @@ THROWING = re.compile(r"\bthrow\b|TORCH_CHECK\w*\s*\(\s*false|AT_ERROR|TORCH_INT
 
 
 def iter_params(fn: Function) -> list[str]:
-    return [p.name for p in fn.params if ITER_TYPE.search(p.type) and p.name]
+    """Parameters that refer to a TensorIterator (`TensorIteratorBase& iter`, `TensorIterator* it`), by type."""
+    out = []
+    for p in fn.params:
+        if not p.name or not ("&" in p.type or "*" in p.type):
+            continue
+        t = parse_type(p.type, {})
+        t = t.elem if t.kind == "ptr" and t.elem is not None else t
+        if t.kind == "iter" and "TensorIteratorConfig" not in p.type:  # a config builds an iterator; it is not one
+            out.append(p.name)
+    return out
 
 
 def subiter_loops(fn: Function) -> dict[int, tuple[str, str]]:
     """Loops ``for (auto&& sub : it.with_32bit_indexing())``: stmt index -> (loop var, iterator)."""
     out = {}
     for i, s in enumerate(fn.stmts):
-        if s.kind == "for_range_loop":
-            m = re.search(r"for\s*\(.*?([A-Za-z_]\w*)\s*:\s*([\w.\->]+?)\s*(?:\.|->)\s*with_32bit_indexing\s*\(", s.text)
-            if m:
-                out[i] = (m.group(1), m.group(2))
+        if s.kind != "for_range_loop" or s.tree is None or not s.var:
+            continue
+        rng = s.tree
+        recv = rng.receiver if rng.kind == "call" and rng.op == "with_32bit_indexing" else None
+        if recv is not None:
+            out[i] = (s.var, recv.text)
     return out
 
 

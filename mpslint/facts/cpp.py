@@ -53,6 +53,7 @@ class Stmt:
     # the statement's expression: an if/while/switch/for condition, a for-range's range, an expression
     # statement's expression, a return's value (None for declarations and the rest)
     tree: Node | None = field(default=None, compare=False, repr=False)
+    var: str = ""  # a range-for's loop variable: `sub` in `for (auto&& sub : iter.with_32bit_indexing())`
 
 
 @dataclass(frozen=True)
@@ -412,7 +413,12 @@ class CppFacts:
         if t in _COMPOUND:
             idx = len(fn.stmts)
             header = self._header(node)
-            fn.stmts.append(Stmt(t, header, self.span(node), parents, blocks, branch, self._stmt_tree(node)))
+            var = ""
+            if t == "for_range_loop":
+                dn = node.child_by_field_name("declarator")
+                names = _NAME.findall(self.mtext(dn)) if dn is not None else []
+                var = names[-1] if names else ""
+            fn.stmts.append(Stmt(t, header, self.span(node), parents, blocks, branch, self._stmt_tree(node), var))
             inner_parents = parents + (idx,)
             for c in node.named_children:
                 if t == "if_statement":
