@@ -22,9 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .hostflow import dispatch_size_args
+from .hostflow import DISPATCHERS, dispatch_size_args, short_name
 from .semantic.expressions import walk
-from .semantic.guards import CHECKS
 from .semantic.ranges import UINT32_MAX
 
 # calls that split a launch into 32-bit pieces, or test for it
@@ -103,45 +102,68 @@ def launchers(graph, mops) -> list[str]:
 
 
 def index_range_evidence(graph, model, hosts, impl: str, depth: int = 2) -> Evidence | None:
-    """What, in ``impl``, its helpers or its callers, keeps the launch's offsets within 32 bits (or None)."""
-    for node in dict.fromkeys(graph.reachable_within(impl, depth) + graph.reachable_within(impl, depth, callers=True)):
+    """What keeps the launch in ``impl`` within 32 bits (or None): a ``with_32bit_indexing()`` split in it or a
+    helper it calls, or a check the model proves to bound a size below 2^32 that holds where it matters -- at the
+    launch in ``impl``, at the end of a helper it calls (an unconditional check there), or at the call into
+    ``impl``'s chain in a caller (two calls either way)."""
+    down = graph.reachable_within(impl, depth)
+    up = graph.reachable_within(impl, depth, callers=True)
+    for node in down:
+        fn = graph.attrs(node).get("function")
+        if fn is not None and any(c.name in _SPLITS for c in fn.calls):
+            return Evidence(fn.name, graph.attrs(node).get("path", ""), "calls `with_32bit_indexing()`")
+    chain = {short_name(graph.attrs(n).get("function").name) for n in up if graph.attrs(n).get("function") is not None}
+    for node in dict.fromkeys(down + up):
         attrs = graph.attrs(node)
         fn = attrs.get("function")
-        if fn is None:
+        if fn is None or not fn.stmts:
             continue
-        for c in fn.calls:
-            if c.name in _SPLITS:
-                return Evidence(fn.name, attrs.get("path", ""), f"calls `{c.name}()`")
         fm = model.function(fn, hosts.get(attrs.get("path", "")))
+        if node == impl:
+            at = [c.stmt for c in fn.calls if c.name in DISPATCHERS and c.stmt >= 0][:1] or [len(fn.stmts) - 1]
+        elif node in up:
+            at = [c.stmt for c in fn.calls if c.stmt >= 0 and short_name(c.name) in chain and c.name != short_name(fn.name)]
+        else:
+            top = [i for i, st in enumerate(fn.stmts) if not st.parents]
+            at = top[-1:]
         grid = {fm.key(a.tree, c.stmt) for c in fn.calls for a in dispatch_size_args(c) if a.tree is not None}
-        for i, st in enumerate(fn.stmts):
-            got = _bounded_size(fm, st, i, grid)
+        flag = _width_flag(fm, fn)
+        if flag is not None:
+            return Evidence(fn.name, attrs.get("path", ""), flag)
+        for stmt in at:
+            got = _bounded_size(fm, stmt, grid)
             if got is not None:
                 return Evidence(fn.name, attrs.get("path", ""), got)
     return None
 
 
-def _bounded_size(fm, st, i: int, grid: set[str]) -> str | None:
-    """A check or branch condition at statement ``i`` the model proves to bound a size below 2^32 (either way the
-    condition goes: `if (n > INT_MAX) { split; return; }` bounds `n` after it), or None."""
-    if st.tree is None:
-        return None
-    node = st.tree
-    if st.kind == "expression_statement":
-        if node.kind != "call" or node.op not in CHECKS or not node.args:
-            return None
-        node, truths = node.args[0], (True,)
-    elif st.kind in ("if_statement", "while_statement"):
-        truths = (True, False)
-    else:
-        return None
-    sizes = {fm.key(n, i) for n in walk(node) if n.kind in ("call", "id", "binary") and fm.extent(n, i) is not None}
-    for truth in truths:
-        for key, iv in sorted(fm.prove(node, truth, i).items()):
-            if key in grid or iv.hi is None or iv.hi > UINT32_MAX + 1:
+def _width_flag(fm, fn) -> str | None:
+    """A call that is handed a flag the model knows is a 32-bit test (`use_u32 = offsetsFitIn<uint32_t>(a, b)`,
+    `iter.can_use_32bit_indexing()`): the launch picks its kernel or index type by the width
+    (`mtlDispatchByIndexWidth<uint32_t, uint64_t>(use_u32, ...)`, `mtlIdxSuffix(use_u32)`)."""
+    for c in fn.calls:
+        for a in c.args:
+            n = a.tree
+            if n is None or n.kind not in ("id", "call", "unary"):
                 continue
-            if key.endswith("#32bit"):
-                return "tests `" + key[: -len("#32bit")] + "` for 32-bit indexing"
-            if key in sizes or key.endswith(".numel()"):
-                return f"bounds `{key}` below 2^32 (line {st.span.line})"
+            if any(k.endswith("#32bit") for k in fm.prove(n, True, c.stmt)):
+                return f"picks the index width by `{a.text}` (line {c.span.line})"
+    return None
+
+
+def _bounded_size(fm, stmt: int, grid: set[str]) -> str | None:
+    """A dominating check at ``stmt`` that the model proves to bound a size (a numel, a dimension's size or
+    stride, a product of them) below 2^32, or to test a tensor for 32-bit indexing; None if there is none."""
+    for key, b in sorted(fm.bounds(stmt).items()):
+        if key in grid or b.condition is None:
+            continue
+        if key.endswith("#32bit"):
+            return f"tests `{key[: -len('#32bit')]}` for 32-bit indexing (line {b.condition.line})"
+        iv = b.interval
+        if iv.hi is None or iv.hi > UINT32_MAX + 1 or (iv.lo is not None and iv.lo > 0 and iv.lo == iv.hi):
+            continue
+        cond = b.condition
+        sizes = {fm.key(n, cond.stmt) for n in walk(cond.node) if n.kind in ("call", "id", "binary") and fm.extent(n, cond.stmt) is not None}
+        if key in sizes or key.endswith(".numel()"):
+            return f"bounds `{key}` below 2^32 (line {cond.line})"
     return None

@@ -246,11 +246,11 @@ class NarrowOffsetArithmetic(Rule):
             if sub.array not in env.buffers or (sub.stmt >= 0 and sub.stmt in stmts_done):
                 continue
             narrow = narrow_products(sub.index.tree, sub.stmt, fm, env) if sub.index.tree is not None else []
-            narrow = [n for n in narrow if fm.key(n, sub.stmt) not in products_done]
+            narrow = [n for n in narrow if n.key() not in products_done]
             if narrow and (path, sub.index.span.start) not in seen:
                 seen.add((path, sub.index.span.start))
                 stmts_done.add(sub.stmt)
-                products_done.update(fm.key(n, sub.stmt) for n in narrow)
+                products_done.update(n.key() for n in narrow)
                 yield (sub.index.span, f"`{narrow[0].text}` is a 32-bit product inside the index of `{sub.array}[...]`",
                                     "compute the offset in `long` (cast one operand: `long(a) * b`)")
         # 2. pointer offsets: T* p = buf + a * b
@@ -258,10 +258,10 @@ class NarrowOffsetArithmetic(Rule):
             if not d.pointer or d.init is None or d.init.tree is None or not identifiers(d.init.tree) & env.buffers:
                 continue
             narrow = narrow_products(d.init.tree, d.stmt, fm, env)
-            narrow = [n for n in narrow if fm.key(n, d.stmt) not in products_done]
+            narrow = [n for n in narrow if n.key() not in products_done]
             if narrow and (path, d.init.span.start) not in seen:
                 seen.add((path, d.init.span.start))
-                products_done.update(fm.key(n, d.stmt) for n in narrow)
+                products_done.update(n.key() for n in narrow)
                 yield (d.init.span, f"`{narrow[0].text}` is a 32-bit product in the pointer offset of `{d.name}`",
                                     "compute the offset in `long` (cast one operand: `long(a) * b`)")
         # 3. 32-bit locals computed from products, used to index a buffer

@@ -651,6 +651,17 @@ class FunctionModel:
         if name in ("canUse32BitIndexMath", "can_use_32bit_index_math") and n.args:
             r = self.key(n.args[0], stmt, env=env)
             return {r + "#32bit": Interval(1, 1), r + ".numel()": Interval(0, R.INT32_MAX)}
+        if name == "offsetsFitIn" and n.args:
+            # `offsetsFitIn<uint32_t>(a, b)`: every offset of every tensor fits the type
+            t = self.scope.type_of_text((n.extra or "").split(",")[0]) if n.extra else UINT32
+            if t.kind != "int" or t.bits > 32:
+                return {}
+            out: dict[str, Interval] = {}
+            for a in n.args:
+                r = self.key(a, stmt, env=env)
+                out[r + "#32bit"] = Interval(1, 1)
+                out[r + ".numel()"] = Interval(0, t.max())
+            return out
         h = self.model.helper(name)
         if h is not None and n.receiver is None:
             params, expr, callee = h
