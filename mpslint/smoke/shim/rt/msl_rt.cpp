@@ -392,3 +392,32 @@ out:
   for (auto s : stacks) munmap(s, kStack);
   return rc;
 }
+
+// float/double -> bfloat conversions.  clang lowers `(__bf16)x` to calls of compiler-rt's __truncsfbf2 /
+// __truncdfbf2; some ziglang releases (0.17) do not link compiler-rt into shared libraries, so kernels.so
+// would fail to load with an undefined symbol.  Weak definitions here (round to nearest even, NaN kept
+// quiet) make the runtime independent of that; compiler-rt's own, when linked, win.
+namespace {
+inline unsigned short msl_f32_to_bf16_bits(float f) {
+  unsigned int u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);  // NaN: keep it quiet
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (unsigned short)(u >> 16);
+}
+}  // namespace
+extern "C" __attribute__((weak)) __bf16 __truncsfbf2(float f) {
+  return __builtin_bit_cast(__bf16, msl_f32_to_bf16_bits(f));
+}
+extern "C" __attribute__((weak)) __bf16 __truncdfbf2(double d) {
+  // round to odd into float first (exact for the 16 bits kept), then to nearest even
+  float f = (float)d;
+  if (d == d && (double)f != d) {
+    unsigned int u;
+    std::memcpy(&u, &f, 4);
+    if (__builtin_fabs((double)f) > __builtin_fabs(d)) u -= 1;
+    u |= 1u;
+    std::memcpy(&f, &u, 4);
+  }
+  return __builtin_bit_cast(__bf16, msl_f32_to_bf16_bits(f));
+}
