@@ -84,6 +84,8 @@ class _Eval:
 
     def _Compare(self, n):
         left = self(n.left)
+        if len(n.ops) == 1:   # `x != 0` on tensors is elementwise: keep the result as it is
+            return _CMP[type(n.ops[0])](left, self(n.comparators[0]))
         for op, right in zip(n.ops, n.comparators):
             r = self(right)
             if not _CMP[type(op)](left, r):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import struct
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -157,3 +158,60 @@ def test_suggest_spec_patterns_over_dtype_and_word_positions():
     hosts = ["im2col_float_u32", "im2col_float_u64", "im2col_half_u32", "im2col_half_u64"]
     assert _name_pattern("im2col", hosts) == "im2col_{T}_{K:u32|u64}"
     assert _name_pattern("k", ["k_float", "k_half_extra"]) == "k_float"     # shapes differ: the first name
+
+
+# ---------------------------------------------------------------- the ReduceOps specs of the shipped library
+
+def test_reduce_ops_specs_cover_every_kernel_shape_the_host_dispatches():
+    lib = specfile.SpecLibrary.load([], builtin=True)
+    names = {  # one host name per ReduceOps.metal registration macro, with the launches its spec makes
+        "sum_reduction_outer_half_float": 2, "nansum_reduction_inner_bfloat_bfloat": 1,
+        "count_nonzero_reduction_half2_long": 2, "sum_reduction_float_half": 3,
+        "sum_reduction_strided_bool_int": 1, "norm_float2_float": 3, "norm_l2_reduction_inner_half_half": 1,
+        "max_reduction_outer_long_long": 1, "all_reduction_inner_bool_uchar": 1, "prod_reduction_float_bfloat": 1,
+        "prod_reduction_outer_bucketed_char_long": 1, "prod_reduction_inner_thin_half2_half2": 1,
+        "argmin_reduction_outer_uchar_long": 1, "welford_outer_16_bfloat_float": 2,
+        "welford_inner_wide_half_half": 2, "welford_pass1_bfloat": 1, "welford_pass2_float": 2,
+    }
+    for name, launches in names.items():
+        found = lib.lookup(name)
+        assert len(found) == launches, (name, [d.variant for d, _b in found])
+        assert all(Path(d.source.split(":")[0]).name == "reduce_ops.toml" for d, _b in found), name
+    (d, b), _std = lib.lookup("welford_outer_8_half_float")
+    assert b["GX"] == "128" and b["GY"] == "8" and not d.large
+
+
+@needs_torch
+def test_a_single_comparison_in_an_expression_is_elementwise():
+    import torch
+    x = torch.tensor([0.0, 2.0, 0.0, -1.0])
+    assert specexpr.torch_expr("(x != 0).sum()", {"x": x}).item() == 2
+    assert specexpr.torch_expr("1 if 2 > 1 > 0 else 0", {}) == 1
+
+
+@needs_toolchain
+def test_reduce_ops_specs_run_pytorch_style_reductions_and_find_the_bugs(smoke_cache):
+    """fixtures/smoke/specs/reduce_ops_style.metal: kernels with PyTorch's host names, launched by the shipped
+    reduce_ops.toml only.  A 64-bit max whose second stage runs on a partial simdgroup (idle lanes read as 0)
+    fails on all-negative input; its correct twin passes; a 32-bit row base is SMK405 past 2^32 elements."""
+    from mpslint.smoke.cli import smoke_cmd
+    base = [str(SPECS / "reduce_ops_style.metal"), "--backend", "host", "--no-progress", "--cache-dir",
+            str(smoke_cache), "--format", "outcomes-json"]
+    r = CliRunner().invoke(smoke_cmd, base)
+    assert r.exit_code == 1, r.output
+    runs = [(o["kernel"], o["variant"], o["status"], o["code"], o["message"]) for o in json.loads(r.stdout)["outcomes"]]
+    status = {(k, v): s for k, v, s, _c, _m in runs}
+    assert status == {("sum_reduction_inner_float_float", "spec/last-dim"): "passed",
+                      ("sum_reduction_inner_float_float", "spec/mean"): "passed",
+                      ("argmax_reduction_inner_float_long", "spec/last-dim"): "passed",
+                      ("max_reduction_long_long", "spec/middle-dim"): "failed",
+                      ("min_reduction_long_long", "spec/middle-dim"): "passed"}
+    [bad] = [(c, m) for k, _v, _s, c, m in runs if k == "max_reduction_long_long"]
+    assert bad[0] == "SMK402" and "got 0, expected -2" in bad[1]
+    r = CliRunner().invoke(smoke_cmd, base + ["--large-index"])
+    assert r.exit_code == 1, r.output
+    out = {o["kernel"]: o for o in json.loads(r.stdout)["outcomes"]}
+    wrap, ok = out["sum_reduction_inner_float_float"], out["argmax_reduction_inner_float_long"]
+    assert wrap["code"] == "SMK405" and "thread (2097152, 0, 0)" in wrap["message"]
+    assert "at byte 0 (element 0)" in wrap["message"] and "element 4294967296" in wrap["message"]
+    assert ok["status"] == "passed" and ok["variant"] == "large-index/last-dim"
