@@ -460,6 +460,8 @@ class CppFacts:
             target = node.child_by_field_name("condition")
         elif t == "for_range_loop":
             target = node.child_by_field_name("right")
+        elif t == "case_statement":
+            target = node.child_by_field_name("value")  # the label (None for `default:`)
         elif t in ("expression_statement", "return_statement", "throw_statement"):
             kids = [c for c in node.named_children if c.type != "comment"]
             target = kids[0] if kids else None

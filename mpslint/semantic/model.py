@@ -28,6 +28,7 @@ from .symbols import FileTables, Scope
 from .types import BOOL, INT32, INT64, INT_ARRAY, INT8, SIZE_T, UINT32, UNKNOWN, CType, arith, common, literal_type, promote
 
 _MAX_DEPTH = 10
+_MAX_PROVE_DEPTH = 24  # conditions nest deeper than values: `a && (b || c)` held in boolean locals of locals
 _MAX_NESTING = 12  # statements whose bounds are being computed at once (each asks about values defined earlier)
 LINEAR_CALLS = {"numel", "nbytes", "storage_offset", "num_output_elements", "sym_numel", "storage_nbytes"}
 DIM_CALLS = {"size", "stride", "sym_size", "sym_stride"}
@@ -111,9 +112,9 @@ class SemanticModel:
         entry = self._helper_facts.get(name)
         if entry is not None:
             fn, facts = entry
-            rets = [(i, s) for i, s in enumerate(fn.stmts) if s.kind == "return_statement" and s.tree is not None]
-            if len(rets) == 1 and not any(s.kind == "if_statement" for s in fn.stmts):
-                got = (tuple(p.name for p in fn.params), rets[0][1].tree, self.function(fn, facts))
+            expr = _helper_expression(fn)
+            if expr is not None:
+                got = (tuple(p.name for p in fn.params), expr, self.function(fn, facts))
         self.helpers[name] = got
         return got
 
@@ -578,14 +579,23 @@ class FunctionModel:
             self._bounds[stmt] = {}  # a check that (through locals) asks about its own statement proves nothing
             self._nesting += 1
             try:
-                got = {}
-                for cond in dominating_conditions(self.fn, stmt):
-                    for key, iv in self.prove(cond.node, cond.truth, cond.stmt).items():
-                        prev = got.get(key)
-                        got[key] = Bound(iv if prev is None else prev.interval.meet(iv), cond if prev is None else prev.condition)
+                conds = dominating_conditions(self.fn, stmt)
+                got = self._collect(conds, None)
+                if len(conds) > 1 and got:
+                    # a second pass: a disjunction one of whose arms the other checks refute proves its other arm
+                    # (`if (!fast && !prefill) return; if (prefill) return;` leaves `fast`)
+                    got = self._collect(conds, {k: b.interval for k, b in got.items()})
             finally:
                 self._nesting -= 1
             self._bounds[stmt] = got
+        return got
+
+    def _collect(self, conds, known) -> dict[str, Bound]:
+        got: dict[str, Bound] = {}
+        for cond in conds:
+            for key, iv in self.prove(cond.node, cond.truth, cond.stmt, known=known).items():
+                prev = got.get(key)
+                got[key] = Bound(iv if prev is None else prev.interval.meet(iv), cond if prev is None else prev.condition)
         return got
 
     def nonzero(self, node: Node, stmt: int) -> bool:
@@ -602,18 +612,25 @@ class FunctionModel:
     def conditions(self, stmt: int) -> list[Condition]:
         return dominating_conditions(self.fn, stmt)
 
-    def prove(self, node: Node, truth: bool, stmt: int, env: dict | None = None, depth: int = 0) -> dict[str, Interval]:
-        """What ``node`` being ``truth`` proves: value key -> interval."""
+    def prove(self, node: Node, truth: bool, stmt: int, env: dict | None = None, depth: int = 0, known: dict | None = None) -> dict[str, Interval]:
+        """What ``node`` being ``truth`` proves: value key -> interval. With ``known`` (what holds anyway), an arm of
+        a disjunction that contradicts it is impossible and the other arm is what is proved. A boolean local
+        proves its own atom too (``flag#bool`` is 1 or 0), so another check can refute it."""
         n = strip_parens(node)
-        if depth > _MAX_DEPTH:
+        if depth > _MAX_PROVE_DEPTH:
             return {}
         if n.kind == "unary" and n.op == "!":
-            return self.prove(n.kids[0], not truth, stmt, env, depth + 1)
+            return self.prove(n.kids[0], not truth, stmt, env, depth + 1, known)
         if n.kind == "binary" and n.op in ("&&", "||"):
-            a = self.prove(n.kids[0], truth, stmt, env, depth + 1)
-            b = self.prove(n.kids[1], truth, stmt, env, depth + 1)
+            a = self.prove(n.kids[0], truth, stmt, env, depth + 1, known)
+            b = self.prove(n.kids[1], truth, stmt, env, depth + 1, known)
             if (n.op == "&&") == truth:  # both hold
                 return _meet_all(a, b)
+            if known:
+                if _contradicts(a, known):
+                    return b
+                if _contradicts(b, known):
+                    return a
             return _join_common(a, b)  # one of them holds: only what both prove
         if n.kind == "binary" and n.op in _COMPARE:
             op = n.op if truth else _NEGATE[n.op]
@@ -627,7 +644,10 @@ class FunctionModel:
                 v, at = vals[0]
                 if v.kind == "init" and len(v.kids) == 1:
                     v = v.kids[0]
-                return self.prove(v, truth, at, None, depth + 1)
+                out = dict(self.prove(v, truth, at, None, depth + 1, known))
+                if self.type_of(n, stmt).kind == "bool":
+                    out[self.key(n, stmt) + "#bool"] = Interval.point(1 if truth else 0)
+                return out
             return {}
         if n.kind == "call":
             got = self._prove_call(n, truth, stmt, env, depth)
@@ -674,7 +694,7 @@ class FunctionModel:
     def _compare(self, left: Node, op: str, right: Node, stmt: int, env, depth: int) -> dict[str, Interval]:
         out: dict[str, Interval] = {}
         for x, o, c in ((left, op, right), (right, _FLIP[op], left)):
-            cr = self.range(c, stmt, depth + 1, env, guards=False)
+            cr = self.range(c, stmt, 0, env, guards=False)
             iv = None
             if o in ("<=", "<", "==") and cr.hi is not None:
                 iv = Interval(None, cr.hi - (1 if o == "<" else 0))
@@ -684,7 +704,7 @@ class FunctionModel:
             if o == "!=" and cr.lo == 0 and cr.hi == 0:
                 out[self.key(x, stmt, env=env) + "#nonzero"] = Interval(1, 1)
             if o == "!=" and cr.lo is not None and cr.lo == cr.hi:
-                own = self.range(x, stmt, depth + 1, env, guards=False)
+                own = self.range(x, stmt, 0, env, guards=False)
                 if own.lo is not None and own.lo == cr.lo:
                     iv = Interval(cr.lo + 1, None)  # `n != 0` for a size: n >= 1
                 elif own.hi is not None and own.hi == cr.hi:
@@ -879,6 +899,96 @@ def _stride_owner(n: Node) -> Node | None:
         if base.kind == "call" and base.op in ("strides", "sym_strides") and base.receiver is not None:
             return base.receiver
     return None
+
+
+def _bool_literal(n: Node | None) -> bool | None:
+    n = strip_parens(n) if n is not None else None
+    return None if n is None or n.kind != "bool" else n.op == "true"
+
+
+def _synthetic(kind: str, op: str, kids: tuple, at: Node) -> Node:
+    return Node(kind, op, "", kids, at.start, at.end, "")
+
+
+def _helper_expression(fn: Function) -> Node | None:
+    """What a boolean helper returns, as one expression of its parameters:
+    - ``return <expr>;`` alone;
+    - a chain of guards, ``if (c1) return false; ... return <expr or true>;`` -> ``!c1 && ... && expr``;
+    - ``switch (x) { case A: case B: return true; default: return false; }`` -> ``x == A || x == B``.
+    Anything else (locals, loops, other statements) is not summarised."""
+    st = fn.stmts
+    if any(s.kind in ("declaration", "for_statement", "while_statement", "for_range_loop", "do_statement") for s in st):
+        return None
+    top = [i for i, s in enumerate(st) if not s.parents]
+    if not top:
+        return None
+    if len(top) == 1 and st[top[0]].kind == "switch_statement" and st[top[0]].tree is not None:
+        return _switch_expression(fn, top[0])
+    parts: list[Node] = []
+    for i in top[:-1]:
+        s = st[i]
+        inner = [k for k, x in enumerate(st) if x.parents[:1] == (i,)]
+        if s.kind != "if_statement" or s.tree is None or len(inner) != 1 or st[inner[0]].kind != "return_statement":
+            return None
+        if _bool_literal(st[inner[0]].tree) is not False or st[inner[0]].branch != "then":
+            return None
+        parts.append(_synthetic("unary", "!", (s.tree,), s.tree))
+    last = st[top[-1]]
+    if last.kind != "return_statement" or last.tree is None:
+        return None
+    if _bool_literal(last.tree) is not True:
+        parts.append(last.tree)
+    if not parts:
+        return None
+    out = parts[0]
+    for p in parts[1:]:
+        out = _synthetic("binary", "&&", (out, p), p)
+    return out
+
+
+def _switch_expression(fn: Function, sw: int) -> Node | None:
+    st = fn.stmts
+    x = st[sw].tree
+    labels: list[Node] = []
+    yes: list[Node] = []
+    default = None
+    for k, s in enumerate(st):
+        if s.parents != (sw,):
+            continue
+        if s.kind != "case_statement":
+            return None
+        rets = [r for r in st if r.parents == (sw, k)]
+        if s.tree is None:  # default:
+            if len(rets) != 1 or rets[0].kind != "return_statement":
+                return None
+            default = _bool_literal(rets[0].tree)
+            continue
+        labels.append(s.tree)
+        if not rets:
+            continue  # falls through to the next label
+        if len(rets) != 1 or rets[0].kind != "return_statement" or _bool_literal(rets[0].tree) is None:
+            return None
+        if _bool_literal(rets[0].tree):
+            yes.extend(labels)
+        labels = []
+    if default is not False or labels or not yes:
+        return None
+    out = _synthetic("binary", "==", (x, yes[0]), x)
+    for lab in yes[1:]:
+        out = _synthetic("binary", "||", (out, _synthetic("binary", "==", (x, lab), x)), x)
+    return out
+
+
+def _contradicts(proved: dict[str, Interval], known: dict[str, Interval]) -> bool:
+    """Some value ``proved`` bounds cannot be where ``known`` says it is: that arm cannot hold."""
+    for k, iv in proved.items():
+        other = known.get(k)
+        if other is None:
+            continue
+        m = iv.meet(other)
+        if m.lo is not None and m.hi is not None and m.lo > m.hi:
+            return True
+    return False
 
 
 def _meet_all(a: dict[str, Interval], b: dict[str, Interval]) -> dict[str, Interval]:

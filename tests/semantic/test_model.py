@@ -129,6 +129,59 @@ def test_boolean_helper_summary_is_applied():
     assert fm.range(node, stmt).lo == 1
 
 
+def test_helper_of_guard_chain_is_summarised():
+    pre = ("static bool fits_kernel(int64_t h, int64_t q) {\n  if (q <= 8)\n    return false;\n"
+           "  if (h > 256)\n    return false;\n  return h >= 32;\n}\n")
+    fm = _fm("TORCH_CHECK(fits_kernel(n, t.size(2)), \"x\");\nauto probe = n;\nauto q = t.size(2);", pre=pre)
+    node, stmt = _probe(fm)
+    assert fm.range(node, stmt) == Interval(32, 256)
+    q, qs = decl(fm, "q")
+    assert fm.range(q, qs).lo == 9
+
+
+def test_switch_helper_is_summarised_as_its_true_labels():
+    pre = ("inline bool supported(int64_t d) {\n  switch (d) {\n    case 32:\n    case 64:\n    case 128:\n"
+           "      return true;\n    default:\n      return false;\n  }\n}\n")
+    fm = _fm("if (!supported(n)) {\n  return;\n}\nauto probe = n;", pre=pre)
+    node, stmt = _probe(fm)
+    assert fm.range(node, stmt) == Interval(32, 128)
+
+
+def test_switch_helper_with_a_true_default_proves_nothing():
+    pre = ("inline bool supported(int64_t d) {\n  switch (d) {\n    case 32:\n      return false;\n"
+           "    default:\n      return true;\n  }\n}\n")
+    fm = _fm("TORCH_CHECK(supported(n), \"x\");\nauto probe = n;", pre=pre)
+    assert _hi(fm) == (1 << 63) - 1  # only its type: the helper is not summarised
+
+
+def test_disjunction_arm_refuted_by_another_exit():
+    # `if (!fast && !other) return; if (other) return;` leaves `fast`, and what it proves
+    body = ("const bool fast = t.size(2) <= 8;\nconst bool other = flag;\n"
+            "if (!fast && !other) {\n  return;\n}\nif (other) {\n  return;\n}\nauto probe = t.size(2);")
+    fm = _fm(body)
+    assert _hi(fm) == 8
+
+
+def test_disjunction_without_a_refuting_check_proves_only_the_common_part():
+    body = ("const bool fast = t.size(2) <= 8;\nconst bool other = flag;\n"
+            "if (!fast && !other) {\n  return;\n}\nauto probe = t.size(2);")
+    fm = _fm(body)
+    assert _hi(fm) == (1 << 63) - 1  # `fast || other`: only what both arms prove, nothing
+
+
+def test_offsets_fit_in_bounds_each_tensor():
+    fm = _fm("const bool narrow = offsetsFitIn<uint32_t>(t, u);\nif (narrow) {\n  auto probe = u.numel();\n}")
+    assert _hi(fm) == UINT32_MAX
+
+
+def test_shape_key_sees_through_copies_and_a_conditional_copy():
+    fm = _fm("Tensor c = flag ? t : t.contiguous();\nauto probe = c.size(1);\nauto s = c.stride(1);")
+    node, stmt = _probe(fm)
+    assert fm.key(node, stmt) == "t.size(1)"
+    s, ss = decl(fm, "s")
+    assert fm.key(s, ss) != "t.stride(1)"  # contiguous() changes strides
+
+
 def test_bool_flag_local_carries_its_bound():
     fm = _fm("const bool ok = t.numel() <= 1000;\nif (ok) {\n  auto probe = t.numel();\n}")
     assert _hi(fm) == 1000
