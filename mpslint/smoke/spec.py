@@ -112,10 +112,24 @@ def make_tensor(arg: SpecArg, gen):
         return torch.ones(n, dtype=tdt)
     if init == "range":
         return torch.arange(n).to(tdt)
-    m = re.match(r"(fill|rand|randint)\(([^)]*)\)$", init)
+    m = re.match(r"(fill|rand|randint|randperm|sorted)\(([^)]*)\)$", init)
     if not m:
         raise SpecError(f"bad init `{init}`")
-    vals = [float(x) for x in m.group(2).split(",") if x.strip()]
+    try:
+        vals = [float(x) for x in m.group(2).split(",") if x.strip()]
+    except ValueError:
+        raise SpecError(f"bad init `{init}`: its arguments are numbers") from None
+    if m.group(1) == "randperm":     # randperm(k): every run of k consecutive elements a permutation of 0..k-1
+        if len(vals) != 1 or vals[0] < 1:
+            raise SpecError(f"bad init `{init}`: randperm(k) with k >= 1")
+        k = int(vals[0])
+        return torch.cat([torch.randperm(k, generator=gen) for _ in range(-(-n // k))])[:n].to(tdt)
+    if m.group(1) == "sorted":       # sorted(lo, hi, k): rand(lo, hi), ascending within every run of k elements
+        if len(vals) != 3 or vals[2] < 1:
+            raise SpecError(f"bad init `{init}`: sorted(lo, hi, k) with k >= 1")
+        k = int(vals[2])
+        t = torch.rand(-(-n // k) * k, generator=gen, dtype=torch.float64) * (vals[1] - vals[0]) + vals[0]
+        return t.view(-1, k).sort(1).values.reshape(-1)[:n].to(tdt)
     if m.group(1) == "fill":
         return torch.full((n,), vals[0]).to(tdt)
     if m.group(1) == "rand":

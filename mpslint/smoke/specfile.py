@@ -22,6 +22,8 @@ kernel's file (a spec library for PyTorch's kernels ships in `mpslint/smoke/spec
     dtype = "{T}"
     shape = ["R", "C"]                   # a buffer; sizes may use vars and numel/shape/strides/ndim of buffers
     init = "rand(-1, 1)"                 # zeros | ones | range | fill(v) | rand(lo, hi) | randint(lo, hi)
+                                         # | randperm(k): each run of k elements a permutation of 0..k-1
+                                         # | sorted(lo, hi, k): rand, ascending within each run of k
 
     [[kernel.buffer]]
     index = 1
@@ -327,6 +329,21 @@ class SpecOutput:
     name: str = ""
 
 
+def _init_args(init: str, env: dict) -> str:
+    """`sorted(0, 60, E)`: the arguments of an init may be size expressions over vars (evaluated here)."""
+    m = re.match(r"\s*(\w+)\((.*)\)\s*$", init)
+    if not m or not m.group(2).strip():
+        return init
+    args = []
+    for a in m.group(2).split(","):
+        try:
+            float(a)
+            args.append(a.strip())
+        except ValueError:
+            args.append(repr(specexpr.size(a.strip(), env)))
+    return f"{m.group(1)}({', '.join(args)})"
+
+
 def _subst(text: str, bindings: dict) -> str:
     return _PLACEHOLDER.sub(lambda m: bindings.get(m.group(1), m.group(0)), text)
 
@@ -395,7 +412,7 @@ def plan(entry: dict, decl: KernelDecl, bindings: dict, hook=None, large: bool =
                                     "bytes (large-index runs map their buffers sparse instead)")
                 init = b.init or ("zeros" if b.out else "rand(-1,1)" if dt.kind in ("float", "complex")
                                   else "randint(0,1)" if dt.kind == "bool" else "randint(-10,10)")
-                t = make_tensor(SpecArg(b.index, dt.name, n, init), g).reshape(shape)
+                t = make_tensor(SpecArg(b.index, dt.name, n, _init_args(init, env)), g).reshape(shape)
                 env[b.name] = t
                 if b.out and not large:
                     sel = specexpr.slice_of(b.compare, env) if b.compare else None
