@@ -581,7 +581,7 @@ class FunctionModel:
             try:
                 conds = dominating_conditions(self.fn, stmt)
                 got = self._collect(conds, None)
-                if len(conds) > 1 and got:
+                if len(conds) > 1 and any(k.endswith("#bool") for k in got):
                     # a second pass: a disjunction one of whose arms the other checks refute proves its other arm
                     # (`if (!fast && !prefill) return; if (prefill) return;` leaves `fast`)
                     got = self._collect(conds, {k: b.interval for k, b in got.items()})
