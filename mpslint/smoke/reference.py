@@ -187,8 +187,27 @@ _TABLE: dict[str, Reference] = {
     "adaptive_avg_pool2d_backward": Reference(
         lambda g, grad_in, **_: (_t().ops.aten._adaptive_avg_pool2d_backward(g.double(), grad_in.double())
                                  .to(g.dtype),), name="aten._adaptive_avg_pool2d_backward"),
+    # the upsample backward kernels add into grad_input (atomics); the gradient of F.interpolate by autograd,
+    # in float64, at the sizes of the two buffers
+    "upsample_nearest3d_backward": Reference(
+        lambda gi, go, *_, **__: _interp_backward(gi, go, "nearest", None), name="autograd of interpolate(nearest)"),
+    "upsample_nearest_exact3d_backward": Reference(
+        lambda gi, go, *_, **__: _interp_backward(gi, go, "nearest-exact", None),
+        name="autograd of interpolate(nearest-exact)"),
+    "upsample_trilinear3d_backward": Reference(
+        lambda gi, go, *_, **__: _interp_backward(gi, go, "trilinear", False), name="autograd of interpolate(trilinear)"),
+    "upsample_bicubic2d_backward": Reference(
+        lambda gi, go, *_, **__: _interp_backward(gi, go, "bicubic", False), name="autograd of interpolate(bicubic)"),
 }
 _TABLE = {k: v for k, v in _TABLE.items() if v is not None}
+
+
+def _interp_backward(grad_in, grad_out, mode: str, align_corners):
+    torch = _t()
+    x = torch.zeros(grad_in.shape, dtype=torch.float64, requires_grad=True)
+    y = torch.nn.functional.interpolate(x, size=tuple(grad_out.shape[2:]), mode=mode, align_corners=align_corners)
+    y.backward(grad_out.double())
+    return ((grad_in.double() + x.grad).to(grad_in.dtype),)
 
 
 def builtin_reference(op: str) -> Reference | None:
