@@ -48,6 +48,10 @@ _KEYS.add("smoke-specs")
 _KEYS.add("rules")
 
 
+def _toml(v) -> str:
+    return str(v).lower() if isinstance(v, bool) else repr(v) if isinstance(v, str) else str(v)
+
+
 def _rule_settings(path: Path, table) -> dict[str, dict]:
     """``[tool.mpslint.rules.<CODE>]`` tables, checked against the settings each rule declares."""
     from .rule import rule_by_code
@@ -66,7 +70,11 @@ def _rule_settings(path: Path, table) -> dict[str, dict]:
             if setting is None:
                 known = ", ".join(sorted(rule.settings)) or "none"
                 raise ConfigError(f"{path}: [tool.mpslint.rules.{code}]: unknown setting {name!r} (settings: {known})")
-            if type(value) is not type(setting.default):
+            if setting.choices:
+                if not any(type(value) is type(c) and value == c for c in setting.choices):
+                    allowed = ", ".join(_toml(c) for c in setting.choices)
+                    raise ConfigError(f"{path}: [tool.mpslint.rules.{code}] {name} must be one of {allowed}, not {_toml(value)}")
+            elif type(value) is not type(setting.default):
                 raise ConfigError(f"{path}: [tool.mpslint.rules.{code}] {name} must be a {type(setting.default).__name__}, not {value!r}")
         out[rule.code] = dict(values)
     return out

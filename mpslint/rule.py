@@ -18,10 +18,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Setting:
-    """One option of a rule, set in ``[tool.mpslint.rules.<CODE>]`` (its type is the default's type)."""
+    """One option of a rule, set in ``[tool.mpslint.rules.<CODE>]``: a value of the default's type, or one of
+    ``choices`` when the setting lists them."""
 
     default: bool | int | str
     doc: str
+    choices: tuple = ()
 
 
 class Rule:

@@ -27,7 +27,8 @@ def test_setting_is_read(tmp_path):
     [
         ("[tool.mpslint.rules.MPS999]\nx = 1\n", "MPS999]: unknown rule code"),
         ("[tool.mpslint.rules.MPS102]\nnarrow = true\n", "unknown setting 'narrow' (settings: narrowed-dimensions)"),
-        ("[tool.mpslint.rules.MPS102]\nnarrowed-dimensions = 'yes'\n", "narrowed-dimensions must be a bool"),
+        ("[tool.mpslint.rules.MPS102]\nnarrowed-dimensions = 'yes'\n", "narrowed-dimensions must be one of 'extension', true, false, not 'yes'"),
+        ("[tool.mpslint.rules.MPS102]\nnarrowed-dimensions = 1\n", "narrowed-dimensions must be one of 'extension', true, false, not 1"),
         ("[tool.mpslint.rules.MPS101]\nanything = true\n", "(settings: none)"),
         ("[tool.mpslint]\nrules = 3\n", "rules must be a table"),
     ],
@@ -48,19 +49,19 @@ def test_cli_exits_2_on_a_bad_setting(tmp_path):
     _write(tmp_path, "[tool.mpslint.rules.MPS102]\nnarrowed-dimensions = 1\n")
     (tmp_path / "a.mm").write_text("void f() {}\n", encoding="utf-8")
     res = CliRunner().invoke(main, ["check", str(tmp_path / "a.mm")])
-    assert res.exit_code == 2 and "narrowed-dimensions must be a bool" in res.output
+    assert res.exit_code == 2 and "narrowed-dimensions must be one of" in res.output
 
 
 def test_settings_are_in_the_rule_metadata():
-    assert rule_by_code("MPS102").metadata()["settings"] == {"narrowed-dimensions": False}
+    assert rule_by_code("MPS102").metadata()["settings"] == {"narrowed-dimensions": "extension"}
 
 
-def _mps102(config: Config):
-    res = lint(LintOptions(paths=[str(FIXTURES / "aten")], select=["MPS102"], cwd=ROOT, config=config))
+def _mps102(config: Config, tree: str = "aten"):
+    res = lint(LintOptions(paths=[str(FIXTURES / tree)], select=["MPS102"], cwd=ROOT, config=config))
     return {(f.path, f.span.line, f.message) for f in res.findings}
 
 
-def test_mps102_reports_linear_extents_by_default_and_dimensions_when_asked():
+def test_mps102_in_pytorch_reports_linear_extents_by_default_and_dimensions_when_asked():
     default = _mps102(Config())
     wide = _mps102(Config(rule_settings={"MPS102": {"narrowed-dimensions": True}}))
     linear = {f for f in wide if "It is a linear extent" in f[2]}
@@ -68,3 +69,27 @@ def test_mps102_reports_linear_extents_by_default_and_dimensions_when_asked():
     assert linear and dims, "the fixtures must hold both kinds"
     assert default == linear
     assert all("one dimension's size or stride" in m for _, _, m in dims)
+
+
+def test_mps102_in_extension_code_reports_dimensions_by_default_and_not_when_turned_off(tmp_path):
+    ext = tmp_path / "myext" / "csrc"
+    ext.mkdir(parents=True)
+    (tmp_path / "myext" / "setup.py").write_text("from torch.utils.cpp_extension import CppExtension\n")
+    (ext / "op.mm").write_text(
+        "#include <torch/extension.h>\n"
+        "torch::Tensor rows(const torch::Tensor& x) {\n"
+        "  const uint32_t m = x.size(0);\n"
+        "  const uint32_t n = static_cast<uint32_t>(x.numel());\n"
+        "  return x;\n"
+        "}\n"
+    )
+
+    def lines(config):
+        res = lint(LintOptions(paths=[str(ext / "op.mm")], select=["MPS102"], cwd=tmp_path, config=config))
+        from mpslint.context import file_context
+
+        assert all(file_context(res.project, f.path) == "extension" for f in res.findings)
+        return sorted(f.span.line for f in res.findings)
+
+    assert lines(Config()) == [3, 4]  # the default "extension": one dimension's size too
+    assert lines(Config(rule_settings={"MPS102": {"narrowed-dimensions": False}})) == [4]
