@@ -215,3 +215,31 @@ def test_reduce_ops_specs_run_pytorch_style_reductions_and_find_the_bugs(smoke_c
     assert wrap["code"] == "SMK405" and "thread (2097152, 0, 0)" in wrap["message"]
     assert "at byte 0 (element 0)" in wrap["message"] and "element 4294967296" in wrap["message"]
     assert ok["status"] == "passed" and ok["variant"] == "large-index/last-dim"
+
+
+@needs_toolchain
+def test_library_specs_for_sort_merge_softmax_backward_scatter_set_and_upsample_backward(smoke_cache):
+    """fixtures/smoke/specs/library_style.metal, under PyTorch's host names, launched by the shipped library:
+    a merge by ranks (sort.toml's mb_merge spec: sorted runs from `sorted(...)`, permuted indices), a softmax
+    backward, a scatter_set with unique indices (`randperm`), and a nearest 3-D backward that rounds where it
+    should floor (its autograd reference catches it)."""
+    from mpslint.smoke.cli import smoke_cmd
+    r = CliRunner().invoke(smoke_cmd, [str(SPECS / "library_style.metal"), "--backend", "host", "--no-progress",
+                                       "--cache-dir", str(smoke_cache), "--format", "outcomes-json"])
+    assert r.exit_code == 1, r.output
+    out = {o["kernel"]: o for o in json.loads(r.stdout)["outcomes"]}
+    for k in ("mb_merge_float_tptg32", "softmax_backward_looped_float_u32", "scatter_set_float_int"):
+        assert out[k]["status"] == "passed", (k, out[k]["message"])
+    bad = out["upsample_nearest_3d_backward_float"]
+    assert bad["code"] == "SMK402" and "autograd of interpolate(nearest)" in bad["message"]
+
+
+@needs_torch
+def test_spec_inits_randperm_and_sorted_take_size_expressions():
+    import torch
+    from mpslint.smoke.spec import SpecArg, make_tensor
+    g = torch.Generator().manual_seed(3)
+    p = make_tensor(SpecArg(0, "int", 14, specfile._init_args("randperm(B)", {"B": 7})), g)
+    assert sorted(p[:7].tolist()) == list(range(7)) and sorted(p[7:].tolist()) == list(range(7))
+    s = make_tensor(SpecArg(0, "float", 12, specfile._init_args("sorted(0, 60, 2 * E)", {"E": 3})), g).view(2, 6)
+    assert torch.equal(s, s.sort(1).values) and s.min() >= 0 and s.max() <= 60
