@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import re
 import sys
 import time
 from pathlib import Path
@@ -25,30 +26,85 @@ from mpslint.smoke.api import SmokeOptions, run_smoke  # noqa: E402
 
 KERNELS = Path("aten/src/ATen/native/mps/kernels")
 
-NOTES = """## What the library covers, and what it does not
+NOTES = """## Every mismatch, explained
 
-Families with specs (mpslint/smoke/specs/*.toml): im2col/col2im, cat, softmax/log_softmax, norms (rms_norm),
-index/gather/scatter (gather, scatter_add, scatter_reduce prod/amax/amin), pooling (adaptive_avg_pool2d
-forward/backward), upsampling (bilinear/bicubic 2-D, anti-aliased, linear 1-D, uint8 bilinear), sort (single-block,
-plain and stable), reductions (bincount), scans (logcumsumexp, cummin, cummax; innermost and outer dim).  Not
-covered: the generic reductions (ReduceOps.metal, 92 k characters) were not assembled here; layer/group norm, max
-pooling, index_put and the rest of PyTorch's kernel files neither.
+- `max_reduction_long_long` and `min_reduction_long_long` (the generic NormParams kernel, a middle dim of 70
+  elements, 96 threads per group): **a real difference in the kernel**, on all-negative (max) / all-positive
+  (min) input the result is 0.  Metal has no 64-bit simd max/min; c10/metal emulates them with
+  `simd_shuffle_and_fill_down`, whose fill only covers lanes past the end of the simdgroup.  The second stage
+  of `threadgroup_max/min` runs that emulation with only `ceil(96 / 32) = 3` lanes active, and the 29 idle
+  lanes it reads are undefined in Metal, 0 on Apple GPUs in practice (PyTorch's reduction_utils.h says so
+  itself) -- and so is the host emulation since this run (an idle lane reads as 0).  The host code's padding to
+  whole simdgroups (ReduceOps.mm) covers the first stage only.  The `_outer` (shared-memory tree) and `_inner`
+  (a full simdgroup per row) kernels of the same ops pass, as do int32 and the floating types (native simd
+  max/min).  To confirm on a Mac (not run here): `torch.full((3, 70, 5), -5, dtype=torch.long,
+  device="mps").amax(1)` takes this kernel (a middle dim: neither the outer nor the inner path) and should give 0.
 
-Registered kernels without a launch (the "no launch plan" column), by file: SoftMax -- the split-row
-(partial/finalize), strided-split and backward kernels; Sort -- the multi-block merge path (mb_sort_block,
-mb_merge, mb_merge_final); UpSample -- the 3-D and backward kernels; ScatterGather -- scatter_set (its result
-with duplicate indices is order-dependent, so a reference needs unique indices, which spec inits cannot draw yet).
+Nothing else differs.  Tolerances beyond the per-dtype defaults, each in its spec: uint8 bilinear 2-D within 1
+and uint8 trilinear 3-D within 2 (linear_interp<uchar> rounds after each of its 2 / 3 fixed-point stages, by
+design; torch CPU has no uint8 trilinear), the half / bfloat upsample backward kernels atol 0.05 / rtol 0.02
+(every atomic add into grad_input rounds to half / bfloat).
 
-Large-index notes: the [kernel.large] sizes are those of a tensor past 2^31 elements (past 2^32 where a kernel's
-grid allows it).  im2col's _u32 and cat's int32_t variants are not run large (`when`): the host picks them only
-when every offset fits 32 bits (canUse32BitIndexMath).  Launched large anyway, im2col_*_u32 is SMK405 at 2^32
-elements (thread (2147479015, 1, 0) writes output element 0 instead of 4294967296) -- the host's guard is what
-keeps that from happening.  col2im computes every offset in uint: clean up to 2^32 elements, and its 1-D uint grid
-cannot address more.  The gather/scatter kernels multiply uint32 sizes by uint32 strides (ScatterGather.h), which
-wraps when one dimension's offset passes 2^32 even though the thread count does not; the window of threads near
-2^31/2^32 does not reach that case (few threads, large strides), so it needs a window on element offsets instead
-(not built).
+## Large-index findings (SMK405), explained
+
+- `{sum,nansum,count_nonzero,max,min,argmax,argmin}_reduction_inner_float_*`: the row base `input + row * N` is
+  computed in 32-bit `uint`; for a [65537, 65536] input (2^32 + 2^16 elements) row 65536 reads element 0
+  instead of 2^32.  `{sum,nansum,count_nonzero,max,argmax,argmin}_reduction_outer_float_*`: `(row + j) * N + col`
+  in `uint` wraps the same way for a [2, 2^31 + 2^20] input.  The host passes these sizes: reduction_dispatch_mps
+  and argmax_argmin_out_mps check no element count (M and N fit 32 bits; only their product does not), unlike
+  prod and var/std, which refuse more than 2^32 elements (TORCH_CHECK) -- and their kernels with a 64-bit row
+  base (`prod_reduction_inner_wide`, `welford_inner` at 2^32 - 2^16 elements) are clean.  PyTorch's own
+  inner_wide/inner_thin/outer_thin kernels already carry the fix (`static_cast<ulong>(row) * N`, "row * N can
+  exceed 2^32").  Each finding links the MTL204 findings on the same kernel's 32-bit arithmetic.
+- Launched only where the host would: the [kernel.large] tables are limited to the float variants (`when`);
+  every other dtype instantiates the same index code.
+
+## What the library covers, and what it does not
+
+Every kernel registered in the 12 files has a launch plan and a torch CPU reference.  Families with specs
+(mpslint/smoke/specs/*.toml): im2col/col2im, cat, softmax/log_softmax (row, 2-D, split-row partial/finalize,
+strided split partial/finalize, backward row/row8/looped), norms (rms_norm; vector norms in ReduceOps),
+index/gather/scatter (gather, scatter_add, scatter_reduce prod/amax/amin, scatter_set with unique indices),
+pooling (adaptive_avg_pool2d forward/backward), upsampling (bilinear/bicubic 2-D, anti-aliased, linear 1-D,
+uint8 bilinear, 3-D nearest/nearest-exact/trilinear, backward of bicubic 2-D and of the 3-D modes), sort
+(single-block, multi-block: mb_sort_block, mb_merge, mb_merge_final; plain and stable, uint and u16 indices),
+reductions (bincount; ReduceOps: sum, nansum, count_nonzero, mean, prod, max/min, any/all, argmax/argmin, norm,
+var/std/var_mean in every outer / inner / thin / wide / bucketed / generic / strided / two-pass shape the host
+dispatches), scans (logcumsumexp, cummin, cummax; innermost and outer dim).  Each kernel is launched on its own:
+multi-pass pipelines (sort's merge rounds, softmax's and Welford's two passes) get inputs of the shape the
+previous pass leaves (sorted runs, random partials) rather than running end to end.  Not assembled here: layer /
+group norm, max pooling, index_put and the rest of PyTorch's ~100 kernel files.
+
+Large-index notes (earlier files): the [kernel.large] sizes are those of a tensor past 2^31 elements (past 2^32
+where a kernel's grid allows it).  im2col's _u32 and cat's int32_t variants are not run large (`when`): the host
+picks them only when every offset fits 32 bits (canUse32BitIndexMath).  Launched large anyway, im2col_*_u32 is
+SMK405 at 2^32 elements (thread (2147479015, 1, 0) writes output element 0 instead of 4294967296) -- the host's
+guard is what keeps that from happening.  col2im computes every offset in uint: clean up to 2^32 elements, and
+its 1-D uint grid cannot address more.  The gather/scatter kernels multiply uint32 sizes by uint32 strides
+(ScatterGather.h), which wraps when one dimension's offset passes 2^32 even though the thread count does not;
+the window of threads near 2^31/2^32 does not reach that case (few threads, large strides), so it needs a window
+on element offsets instead (not built).
+
+## Host emulation fixes this run needed
+
+- ziglang 0.17 links no compiler-rt into shared libraries: every kernel file converting to bfloat failed to load
+  (`undefined symbol: __truncsfbf2`, reported as a skip).  The host runtime now defines the two conversions.
+- c10's `simd_sum(float2)` was ambiguous with the shim's vector `simd_sum` (now templates, as in Metal).
+- A lane that did not reach a simd shuffle read a stale value; it now reads 0 (see the mismatch above).
 """
+
+
+def versions(tree: Path) -> list[str]:
+    """The tree's files and the PyTorch commit (or wheel) each comes from, from its MANIFEST-smoke.tsv."""
+    man = tree / "MANIFEST-smoke.tsv"
+    if not man.exists():
+        return ["(no MANIFEST-smoke.tsv in the tree: versions unknown)", ""]
+    out = ["| file | from | characters |", "|---|---|---|"]
+    for line in man.read_text().splitlines()[1:]:
+        path, commit, chars = line.split("\t")
+        src = commit if commit.startswith("torch-") else f"pytorch/pytorch@{commit[:10]}"
+        out.append(f"| `{path}` | {src} | {chars} |")
+    return out + [""]
 
 
 def per_file(report) -> dict:
@@ -118,16 +174,22 @@ def main() -> int:
     t1 = time.monotonic()
     big = run_smoke(files, SmokeOptions(backend="host", jobs=args.jobs, timeout=30, large_index=True))
     t2 = time.monotonic()
+    # the clean large launches report their kernel process's peak RSS (runtime's VmHWM) and what was mapped
+    rss = [float(m.group(1)) for o in big.outcomes for m in [re.search(r"peak RSS ([\d.]+) MiB", o.message)] if m]
+    mapped = [float(m.group(1)) for o in big.outcomes for m in [re.search(r"([\d.]+) GiB mapped sparse", o.message)] if m]
     rows, lrows = per_file(normal), per_file(big)
     normal_table, tot = table(rows, False)
     large_table, _ = table(lrows, True)
     lines = ["# The spec library on PyTorch's MPS kernels", "",
              f"Tree: `{args.tree}` ({len(files)} .metal files, assembled with the search tool's read_file: a subset "
-             "of PyTorch's ~100 kernel files, chosen one or two per family; which PyTorch commit each file comes from is in "
-             "the tree's `MANIFEST-smoke.tsv`), c10/metal from the tree.  Results are host-emulated.  Reproduce "
-             f"with `python bench/smoke_specs.py --tree {args.tree}`.", "",
-             f"Run time on 2 cores with a warm build cache: {t1 - t0:.0f} s (normal run), {t2 - t1:.0f} s "
-             "(--large-index).", "",
+             "of PyTorch's ~100 kernel files, chosen one or two per family; each file is the one stored version "
+             "read_file returns, so each has its own commit), c10/metal in the tree.  Results are host-emulated.  "
+             f"Reproduce with `python bench/smoke_specs.py --tree {args.tree}`.", ""]
+    lines += versions(Path(args.tree))
+    lines += [f"Run time on 2 cores with a warm build cache: {t1 - t0:.0f} s (normal run), {t2 - t1:.0f} s "
+             f"(--large-index).  Memory of the large-index launches: up to {max(mapped, default=0):.1f} GiB mapped "
+             f"sparse per launch, kernel-process peak RSS at most {max(rss, default=0):.1f} MiB over the "
+             f"{len(rss)} clean launches (only touched pages become memory).", "",
              f"**Coverage: {tot['ref']} of {tot['kernels']} registered kernels ran against a torch CPU reference; "
              f"{tot['passed']} variants passed, {tot['failed']} failed.**", "", "## Normal run", ""]
     lines += normal_table
