@@ -31,12 +31,12 @@ const uint nchunks = ceil_div(size, 256u);
 
 ## How to fix
 Call `at::ceil_div(a, b)` on the host and `c10::metal::ceil_div(a, b)` in Metal (unqualified
-`ceil_div` after `using namespace c10::metal;`). The automatic fix does it; it is *safe* when both
-operands have the same known type, or one is an unsuffixed integer literal and the other has a known
-type at least as wide as `int` (it then writes `ceil_div<T>(a, b)`, which computes in the same type
-as the original expression). Otherwise the fix is offered as *unsafe*: `ceil_div` deduces one type
-from both arguments, so mixed types fail to compile until you cast one of them (the message says so
-instead of suggesting a call that does not compile). The fix adds `#include <ATen/ceil_div.h>` (host;
+`ceil_div` after `using namespace c10::metal;`). The automatic fix does it, and it is *safe*: when both
+operands have the same type it writes `ceil_div(a, b)`; when their types differ (`int64_t` and `uint32_t`,
+an `int64_t` size and an unsuffixed literal) it writes `ceil_div<T>(a, b)` with `T` the type the hand-written
+expression computes in (the usual arithmetic conversions), since `ceil_div` deduces one type from both
+arguments and mixed types would not compile. When an operand's type is not known (a struct field, a macro),
+no edit is offered and the message says to write `ceil_div<T>(...)`. The fix adds `#include <ATen/ceil_div.h>` (host;
 neither `OperationUtils.h` nor `<torch/extension.h>` brings it) or `#include <c10/metal/common.h>`
 (Metal; `utils.h`, `indexing.h` and `error.h` bring it) when the file does not include it; in Metal
 embedded in a host string it is offered only when the string already reaches the header.
@@ -63,6 +63,21 @@ _INT_LIT = re.compile(r"^(\d+)([uU]?[lL]{0,2}|[lL]{1,2}[uU])$")
 _SIZE_CALL = re.compile(r"(?:\.|->)\s*(?:numel|size|stride|dim|ndimension|storage_offset|nbytes)\s*\([^()]*\)$")
 _WIDE = {"int", "int32_t", "uint", "uint32_t", "unsigned", "unsigned int", "long", "int64_t", "ulong", "uint64_t", "size_t", "NSUInteger", "NSInteger", "long long", "ptrdiff_t"}
 _USING_C10_METAL = re.compile(r"\busing\s+namespace\s+c10\s*::\s*metal\s*;")
+
+
+def _common_spelling(ta: str, tb: str) -> str | None:
+    """How to spell the type ``a + b`` has for operands of types ``ta`` and ``tb`` (one of them, or ``int``)."""
+    from mpslint.semantic.types import INT32, arith, parse_type
+
+    a, b = parse_type(ta, {}), parse_type(tb, {})
+    if a.kind != "int" or b.kind != "int":
+        return None
+    c = arith(a, b)
+    if c == a:
+        return ta
+    if c == b:
+        return tb
+    return "int" if c == INT32 else None
 
 
 def _norm(t: str) -> str:
@@ -348,11 +363,19 @@ class ManualCeilDiv(Rule):
             other = tb if ta == "int" and _INT_LIT.match(_norm(dividend)) else ta
             if other in _WIDE:
                 applicability, targ = "safe", f"<{other}>"
+        elif ta and tb:
+            # mixed operand types: `ceil_div` deduces one type from both, so name the type the hand-written
+            # expression computes in (the usual arithmetic conversions): `at::ceil_div<int64_t>(size, TILE_DIM)`
+            spelled = _common_spelling(ta, tb)
+            if spelled is not None:
+                applicability, targ = "safe", f"<{spelled}>"
         new = f"{func}{targ}({dividend}, {divisor})"
         edits = [ctx.edit(path, a, b, new)]
         embedded = lo > 0 or ctx.project.sources[path].kind != ("metal" if metal else "host")
         fix = None
-        if scope.declares(qualified):
+        if applicability == "unsafe" and not (ta and tb and ta == tb):
+            pass  # the operand types are not both known: a call mpslint writes might not compile, so no edit
+        elif scope.declares(qualified):
             fix = Fix(f"Use `{func}`", tuple(edits), applicability)
         elif not embedded:  # the header is added where the file's includes are; not inside a string
             hf = ctx.project.hosts.get(path)
@@ -363,8 +386,8 @@ class ManualCeilDiv(Rule):
             advice = f"use `{new}` from <{header}>."
         else:
             kinds = f" (`{ta}` and `{tb}`)" if ta and tb else ""
-            advice = (f"use `{func}({dividend}, {divisor})` from <{header}> once both operands have one type{kinds}: "
-                      f"it deduces a single type, so mixed operands do not compile (cast one, or write `{func}<T>(...)`).")
+            advice = (f"use `{func}<T>({dividend}, {divisor})` from <{header}>, with `T` the type the division computes "
+                      f"in{kinds}: `{func}` deduces a single type from both operands, so without `<T>` mixed operands do not compile.")
         return ctx.finding(
             self,
             path,

@@ -130,13 +130,22 @@ def test_mps109_host_fix(tmp_path):
     assert "const int64_t c = at::ceil_div(numel, chunk) * chunk;" in fixed
 
 
-def test_mps109_mixed_types_are_unsafe(tmp_path):
+def test_mps109_mixed_types_name_the_type_the_division_computes_in(tmp_path):
+    # `at::ceil_div` deduces one type from both operands: `ceil_div(numel, chunk)` with int64_t and int does not
+    # compile, `ceil_div<int64_t>(numel, chunk)` does and computes what `(numel + chunk - 1) / chunk` did
     src = MPS109_HOST.replace("int64_t chunk", "int chunk")
+    fixed = _fix_file(tmp_path, "Chunks.mm", src, "MPS109")
+    assert "const int64_t a = at::ceil_div<int64_t>(numel, chunk);" in fixed
+    assert "const int64_t c = at::ceil_div<int64_t>(numel, chunk) * chunk;" in fixed
+
+
+def test_mps109_operand_of_unknown_type_gets_advice_and_no_edit(tmp_path):
+    src = MPS109_HOST.replace("int64_t chunk)", "Tile tile)").replace("+ chunk - 1) / chunk;", "+ tile.BM - 1) / tile.BM;")
     p = tmp_path / "Chunks.mm"
     p.write_text(src, encoding="utf-8")
-    found = _lint(p, "MPS109", tmp_path)
-    by_line = {f.span.line: f.fix.applicability for f in found}
-    assert by_line[5] == "unsafe" and by_line[7] == "unsafe" and by_line[6] == "safe"
+    found = {f.span.line: f for f in _lint(p, "MPS109", tmp_path)}
+    assert found[5].fix is None  # `tile.BM`'s type is not known: an edit might not compile
+    assert "at::ceil_div<T>(numel, tile.BM)" in found[5].message
 
 
 MPS109_METAL = """\
