@@ -168,6 +168,23 @@ def selected_rules(opts: LintOptions) -> list[type[Rule]]:
     return rules
 
 
+def _dead_code(project: Project) -> dict[str, list[tuple[int, int]]]:
+    """Per host file, the spans of its ``static`` functions nothing calls, registers or hands out (once per project)."""
+    got = getattr(project, "_dead_code", None)
+    if got is None:
+        from . import hostflow as hf
+
+        hosts = project.hosts
+        sites, registered, escaping = hf.call_sites(hosts), hf.registered_functions(hosts), hf.escaping_functions(hosts)
+        got = {}
+        for path in sorted(hosts):
+            for fn in hosts[path].functions:
+                if hf.is_dead(fn, path, sites, registered, escaping):
+                    got.setdefault(path, []).append((fn.span.start, fn.span.end))
+        project._dead_code = got
+    return got
+
+
 def check_project(project: Project, rules: list[type[Rule]], cfg: Config, rule_options: dict, internal: list[str]) -> list[Finding]:
     """Run ``rules`` on a loaded project: the findings on its linted files, minus suppressions and
     per-file ignores, deduplicated and sorted; a crashing rule is reported in ``internal``."""
@@ -178,7 +195,12 @@ def check_project(project: Project, rules: list[type[Rule]], cfg: Config, rule_o
         for cls in rules:
             try:
                 # a rule's findings count only in files of the contexts it declares (Rule.contexts)
-                findings.extend(f for f in cls().check(ctx) if cls.applies_in(ctx.file_context(f.path)))
+                got = [f for f in cls().check(ctx) if cls.applies_in(ctx.file_context(f.path))]
+                if cls.scope == "host" and not cls.reports_dead_code and got:
+                    # a finding in a `static` function nothing calls asks for a patch to code that never runs
+                    dead = _dead_code(project)
+                    got = [f for f in got if not any(a <= f.span.start < b for a, b in dead.get(f.path, ()))]
+                findings.extend(got)
             except Exception as e:
                 internal.append(f"rule {cls.code} crashed: {type(e).__name__}: {e}\n{traceback.format_exc(limit=4)}")
     kept: dict[tuple, Finding] = {}

@@ -40,6 +40,9 @@ class Rule:
     # a rule never checks the context itself to decide whether to report, only to shape its message or fix
     # (``RuleContext.file_context``).
     contexts: tuple[str, ...] = ("pytorch", "extension")
+    # host rules: whether a finding inside a `static` function nothing calls is kept (the engine drops them
+    # otherwise: a patch to code that never runs fixes nothing). DSP302-style rules about dead code itself keep them.
+    reports_dead_code: bool = False
     # the rule's options: name -> Setting; the configuration checks names and types (config.py)
     settings: dict[str, Setting] = {}
 

@@ -35,8 +35,10 @@ Call `at::ceil_div(a, b)` on the host and `c10::metal::ceil_div(a, b)` in Metal 
 operands have the same type it writes `ceil_div(a, b)`; when their types differ (`int64_t` and `uint32_t`,
 an `int64_t` size and an unsuffixed literal) it writes `ceil_div<T>(a, b)` with `T` the type the hand-written
 expression computes in (the usual arithmetic conversions), since `ceil_div` deduces one type from both
-arguments and mixed types would not compile. When an operand's type is not known (a struct field, a macro),
-no edit is offered and the message says to write `ceil_div<T>(...)`. The fix adds `#include <ATen/ceil_div.h>` (host;
+arguments and mixed types would not compile. Types come from declarations, parameters, function
+template parameters and file- or project-scope constants. When a 64-bit operand meets one whose type is not known
+(a struct field: `ceil_div(M, t.BM)`), no edit is offered and the message says to write `ceil_div<T>(...)`;
+other operands of unknown type (template constants of a struct) get the edit as *unsafe*. The fix adds `#include <ATen/ceil_div.h>` (host;
 neither `OperationUtils.h` nor `<torch/extension.h>` brings it) or `#include <c10/metal/common.h>`
 (Metal; `utils.h`, `indexing.h` and `error.h` bring it) when the file does not include it; in Metal
 embedded in a host string it is offered only when the string already reaches the header.
@@ -56,6 +58,7 @@ from mpslint.fixedits import include_edit
 from mpslint.masking import _skip_regions
 from mpslint.model import Fix, Severity
 from mpslint.rule import Rule
+from mpslint.semantic.model import semantic_model
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _ONE = re.compile(r"^1(?:[uU]?[lL]{0,2}|[lL]{1,2}[uU])$")
@@ -63,6 +66,13 @@ _INT_LIT = re.compile(r"^(\d+)([uU]?[lL]{0,2}|[lL]{1,2}[uU])$")
 _SIZE_CALL = re.compile(r"(?:\.|->)\s*(?:numel|size|stride|dim|ndimension|storage_offset|nbytes)\s*\([^()]*\)$")
 _WIDE = {"int", "int32_t", "uint", "uint32_t", "unsigned", "unsigned int", "long", "int64_t", "ulong", "uint64_t", "size_t", "NSUInteger", "NSInteger", "long long", "ptrdiff_t"}
 _USING_C10_METAL = re.compile(r"\busing\s+namespace\s+c10\s*::\s*metal\s*;")
+
+
+def _bits(t: str | None) -> int:
+    from mpslint.semantic.types import parse_type
+
+    c = parse_type(t, {}) if t else None
+    return c.bits if c is not None and c.kind == "int" else 0
 
 
 def _common_spelling(ta: str, tb: str) -> str | None:
@@ -322,7 +332,7 @@ class ManualCeilDiv(Rule):
         return best
 
     @staticmethod
-    def _type_of(expr: str, fn, metal: bool) -> str | None:
+    def _type_of(expr: str, fn, metal: bool, constants=None) -> str | None:
         t = _norm(expr)
         lit = _INT_LIT.match(t)
         if lit:
@@ -336,6 +346,9 @@ class ManualCeilDiv(Rule):
         if fn is None or not _IDENT.fullmatch(t):
             return None
         cands = [d.type for d in fn.decls if d.name == t] + [p.type for p in fn.params if p.name == t]
+        cands += [p.type for p in getattr(fn, "template_params", ()) if p.name == t and p.type != "typename"]
+        if not cands and constants is not None and constants.constant(t) is not None:
+            cands = [constants.constant(t)[0]]  # a file- or project-scope `constexpr int SCAN_TPTG = 1024;`
         if len(set(cands)) != 1:
             return None
         typ = re.sub(r"\b(const|constexpr|static|constant|thread|device|threadgroup|volatile)\b|[&]", " ", cands[0])
@@ -355,7 +368,8 @@ class ManualCeilDiv(Rule):
         scope = names.scope_of(text[lo:hi])
         func = "ceil_div" if metal and using else qualified  # qualified unless `using namespace c10::metal`
         header = names.DECLARES[qualified]
-        ta, tb = self._type_of(dividend, fn, metal), self._type_of(divisor, fn, metal)
+        constants = semantic_model(ctx.project).tables
+        ta, tb = self._type_of(dividend, fn, metal, constants), self._type_of(divisor, fn, metal, constants)
         applicability, targ = "unsafe", ""
         if ta and tb and ta == tb:
             applicability = "safe"
@@ -373,8 +387,9 @@ class ManualCeilDiv(Rule):
         edits = [ctx.edit(path, a, b, new)]
         embedded = lo > 0 or ctx.project.sources[path].kind != ("metal" if metal else "host")
         fix = None
-        if applicability == "unsafe" and not (ta and tb and ta == tb):
-            pass  # the operand types are not both known: a call mpslint writes might not compile, so no edit
+        known = ta or tb
+        if applicability == "unsafe" and (ta is None) != (tb is None) and _bits(known) >= 64:
+            pass  # a 64-bit size against an operand of unknown type (`t.BM`): they differ and the call would not compile
         elif scope.declares(qualified):
             fix = Fix(f"Use `{func}`", tuple(edits), applicability)
         elif not embedded:  # the header is added where the file's includes are; not inside a string

@@ -34,7 +34,7 @@ def test_mps107_inside_pytorch_keeps_the_plain_name():
 MIXED = """\
 #include <ATen/native/mps/OperationUtils.h>
 namespace at::native::mps {
-static void f(int64_t total, uint32_t chunk) {
+void f(int64_t total, uint32_t chunk) {
   const auto n = (total + chunk - 1) / chunk;
   (void)n;
 }
@@ -44,9 +44,10 @@ static void f(int64_t total, uint32_t chunk) {
 
 def test_mps109_mixed_operands_are_not_advised_as_a_plain_call(tmp_path):
     (f,) = _lint(tmp_path, "aten/src/ATen/native/mps/operations/Mixed.mm", MIXED, ["MPS109"])
-    assert "once both operands have one type (`int64_t` and `uint32_t`)" in f.message
-    assert "mixed operands do not compile" in f.message
-    assert f.fix is not None and f.fix.applicability == "unsafe"
+    # `at::ceil_div(total, chunk)` would not compile (int64_t and uint32_t): the fix names the type
+    assert "use `at::ceil_div<int64_t>(total, chunk)`" in f.message
+    assert f.fix is not None and f.fix.applicability == "safe"
+    assert any(e.content == "at::ceil_div<int64_t>(total, chunk)" for e in f.fix.edits)
     # the fix brings the header OperationUtils.h does not include
     assert any(e.content == "\n#include <ATen/ceil_div.h>" for e in f.fix.edits)
 

@@ -188,6 +188,7 @@ static void add_kernel(TensorIteratorBase& iter, const Scalar& other, const Scal
   }
   lib.exec_binary_kernel(iter, "add");
 }
+REGISTER_DISPATCH(add_stub, &add_kernel)
 }
 """
 
