@@ -56,6 +56,13 @@ design; torch CPU has no uint8 trilinear), the half / bfloat upsample backward k
   base (`prod_reduction_inner_wide`, `welford_inner` at 2^32 - 2^16 elements) are clean.  PyTorch's own
   inner_wide/inner_thin/outer_thin kernels already carry the fix (`static_cast<ulong>(row) * N`, "row * N can
   exceed 2^32").  Each finding links the MTL204 findings on the same kernel's 32-bit arithmetic.
+- `mb_sort_block_float_tptg512_u16` (the multi-block sort, stage 1): `int row = tid.y * size` keeps the row base
+  in an `int`; sorting a [349600, 6144] float tensor along its last dim (2^31 + 458752 elements, exactly the
+  kernel the host picks: select_tptg -> 512, should_use_radix -> merge, u16 indices) makes row 349526's base
+  2147487744 wrap to -2147479552, and its threadgroups write 8 GiB before the output buffer.  The host checks no
+  element count; the single-block sort computes its row base as `long(tid.y) * long(size)`.  (mb_merge's
+  `vi += tid.y * size` is a `uint` product, which wraps at 2^32; a merge reads its partner run below its own
+  tile, which the large-index check cannot tell from a wrap, so it is not run large.)
 - Launched only where the host would: the [kernel.large] tables are limited to the float variants (`when`);
   every other dtype instantiates the same index code.
 
