@@ -115,14 +115,37 @@ class Missing32BitSplit(Rule):
                     continue
                 if hf.unreachable(fn, path, sites, registered, escaping):
                     continue  # a static function nothing calls, or one passed as a value: its callers are not visible
+                if self._binds_whole_tensors(fm, it):
+                    # a split would relaunch on the whole tensors (MPS101): each sub-iterator redoes the first chunk
+                    advice = (f"It binds whole tensors of `{it}` (`{it}.tensor(k)`/`output()`), so a "
+                              f"`with_32bit_indexing()` split would redo the first chunk on every sub-iterator: add "
+                              f"`TORCH_CHECK({it}.can_use_32bit_indexing(), \"...\")` before the launch, or bind the "
+                              f"sub-iterator's operands (`bind_iter_tensors`) and split.")
+                else:
+                    advice = (f"Add `if (!{it}.can_use_32bit_indexing()) {{ for (auto&& sub_iter : "
+                              f"{it}.with_32bit_indexing()) {{ {hf.short_name(fn.name)}(sub_iter, ...); }} return; }}` before the launch.")
                 yield ctx.finding(
                     self,
                     path,
                     launch[0].span,
                     f"`{hf.short_name(fn.name)}` launches on `{it}` without a 32-bit split: past INT32_MAX elements the "
-                    f"kernel's 32-bit indices wrap. Add `if (!{it}.can_use_32bit_indexing()) {{ for (auto&& sub_iter : "
-                    f"{it}.with_32bit_indexing()) {{ {hf.short_name(fn.name)}(sub_iter, ...); }} return; }}` before the launch.",
+                    f"kernel's 32-bit indices wrap. " + advice,
                 )
+
+    @staticmethod
+    def _binds_whole_tensors(fm, it: str) -> bool:
+        """A binding call of the function binds a whole tensor of ``it`` (`iter.tensor(0)`, `iter.output()`,
+        also through a local), not the iterator's operands."""
+        fn = fm.fn
+        for c in fn.calls:
+            for a in hf.bound_args(c):
+                if a.tree is None:
+                    continue
+                o, at = fm.origin(a.tree, c.stmt)
+                o = strip_parens(o)
+                if o.kind == "call" and o.op in hf.WHOLE_TENSOR_CALLS and o.receiver is not None and strip_parens(fm.origin(o.receiver, at)[0]).key() == it:
+                    return True
+        return False
 
     @staticmethod
     def _self_split(fn) -> bool:

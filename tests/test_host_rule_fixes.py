@@ -235,3 +235,35 @@ def test_mps107_sees_throws_through_project_helpers(tmp_path):
     p = tmp_path / "Quiet.mm"
     p.write_text(quiet, encoding="utf-8")
     assert _lint(p, "MPS107", tmp_path) == []
+
+
+MPS105_WHOLE = """\
+#include <ATen/native/mps/OperationUtils.h>
+namespace at::native::mps {
+static auto& lib = MetalShaderLibrary::getBundledLibrary();
+void pivots_kernel(TensorIteratorBase& iter) {
+  auto perm = iter.tensor(0);
+  auto pivots = iter.tensor(1);
+  auto stream = getCurrentMPSStream();
+  dispatch_sync_with_rethrow(stream->queue(), ^() {
+    auto enc = stream->commandEncoder();
+    auto pso = lib.getPipelineStateForFunc("pivots");
+    [enc setComputePipelineState:pso];
+    mtl_setArgs(enc, {binding});
+    mtl_dispatch1DJob(enc, pso, iter.numel());
+  });
+}
+} // namespace at::native::mps
+"""
+
+
+@pytest.mark.parametrize("binding,whole", [("perm, pivots", True), ("iter", False)])
+def test_mps105_advice_fits_what_the_launch_binds(tmp_path, binding, whole):
+    p = tmp_path / "mps" / "Pivots.mm"
+    p.parent.mkdir()
+    p.write_text(MPS105_WHOLE.replace("{binding}", binding), encoding="utf-8")
+    (f,) = _lint(p, "MPS105", tmp_path)
+    if whole:  # a split would relaunch on the whole tensors: a check is the patch that works
+        assert "TORCH_CHECK(iter.can_use_32bit_indexing()" in f.message and "redo the first chunk" in f.message
+    else:
+        assert "for (auto&& sub_iter : iter.with_32bit_indexing())" in f.message

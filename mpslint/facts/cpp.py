@@ -54,6 +54,7 @@ class Stmt:
     # statement's expression, a return's value (None for declarations and the rest)
     tree: Node | None = field(default=None, compare=False, repr=False)
     var: str = ""  # a range-for's loop variable: `sub` in `for (auto&& sub : iter.with_32bit_indexing())`
+    update: Node | None = field(default=None, compare=False, repr=False)  # a `for` header's update: `i++`
 
 
 @dataclass(frozen=True)
@@ -418,7 +419,9 @@ class CppFacts:
                 dn = node.child_by_field_name("declarator")
                 names = _NAME.findall(self.mtext(dn)) if dn is not None else []
                 var = names[-1] if names else ""
-            fn.stmts.append(Stmt(t, header, self.span(node), parents, blocks, branch, self._stmt_tree(node), var))
+            upd = node.child_by_field_name("update") if t == "for_statement" else None
+            fn.stmts.append(Stmt(t, header, self.span(node), parents, blocks, branch, self._stmt_tree(node), var,
+                                 self.trees.build(upd) if upd is not None else None))
             inner_parents = parents + (idx,)
             for c in node.named_children:
                 if t == "if_statement":

@@ -22,6 +22,7 @@ class Definition:
     stmt: int
     value: Node | None  # None: the new value is not known (an increment, a compound assignment)
     op: str = "="
+    rhs: Node | None = None  # a compound assignment's right-hand side (`i += 4`: `4`)
 
 
 def _block_terminates(fn: Function, idx: int) -> bool:
@@ -36,6 +37,21 @@ def _block_terminates(fn: Function, idx: int) -> bool:
     return last is not None and last.text.lstrip().startswith(_TERMINATORS)
 
 
+def _increments(update: Node | None, name: str) -> bool:
+    """A `for` header's update only increases ``name``: `i++`, `++i`, `i += 4`."""
+    if update is None:
+        return False
+    n = update
+    while n.kind == "other" and len(n.kids) == 1:  # a parenthesised update
+        n = n.kids[0]
+    if n.kind in ("unary", "postfix") and n.op == "++" and n.kids and n.kids[0].kind == "id" and n.kids[0].op == name:
+        return True
+    if n.kind == "assign" and n.op == "+=" and len(n.kids) == 2 and n.kids[0].kind == "id" and n.kids[0].op == name:
+        r = n.kids[1]
+        return r.kind == "int" and not r.op.startswith("-")
+    return False
+
+
 class Definitions:
     def __init__(self, fn: Function):
         self.fn = fn
@@ -43,13 +59,14 @@ class Definitions:
         for a in fn.assigns:
             name = a.lhs.strip()
             if name.isidentifier():
-                self._assigns.setdefault(name, []).append(Definition(a.stmt, a.rhs.tree if a.op == "=" else None, a.op))
+                self._assigns.setdefault(name, []).append(Definition(a.stmt, a.rhs.tree if a.op == "=" else None, a.op, a.rhs.tree))
         for d in fn.decls:
             # a `for` header's variable is stepped by the header's update: inside the loop its value is not known
             if 0 <= d.stmt < len(fn.stmts) and fn.stmts[d.stmt].parents:
                 loop = fn.stmts[d.stmt].parents[-1]
                 if fn.stmts[loop].kind == "for_statement" and fn.stmts[d.stmt].text in fn.stmts[loop].text:
-                    self._assigns.setdefault(d.name, []).append(Definition(d.stmt, None, "step"))
+                    up = getattr(fn.stmts[loop], "update", None)
+                    self._assigns.setdefault(d.name, []).append(Definition(d.stmt, None, "step+" if _increments(up, d.name) else "step"))
         for i, s in enumerate(fn.stmts):
             if s.tree is None:
                 continue
@@ -68,9 +85,9 @@ class Definitions:
         use_chain = set(stmts[use_stmt].parents) | {use_stmt} if 0 <= use_stmt < len(stmts) else set()
         loops_around_use = {p for p in use_chain if 0 <= p < len(stmts) and stmts[p].kind in _LOOPS}
         for d in self._assigns.get(name, ()):
-            if d.stmt < 0 or (d.stmt <= decl_stmt and d.op != "step"):
+            if d.stmt < 0 or (d.stmt <= decl_stmt and not d.op.startswith("step")):
                 continue
-            if d.stmt == use_stmt and d.op != "step":
+            if d.stmt == use_stmt and not d.op.startswith("step"):
                 continue  # `x = f(x)`: the use reads the old value
             d_chain = set(stmts[d.stmt].parents) if d.stmt < len(stmts) else set()
             in_loop = bool(d_chain & loops_around_use)

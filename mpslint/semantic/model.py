@@ -161,6 +161,23 @@ class FunctionModel:
             return [(d.value, d.stmt) for d in reach if d.stmt >= last.stmt or not self._dominates(d.stmt, last.stmt)]
         return [(sym.init, sym.stmt)] + [(d.value, d.stmt) for d in reach]
 
+    def _floor(self, name: str, sym, stmt: int, depth: int) -> int | None:
+        """A local that only ever grows (`for (int i = 0; ...; i++)`, `k += 4`) is at least its initial value."""
+        reach = self.defs.reaching(name, sym.stmt, stmt)
+        if not reach:
+            return None
+        for d in reach:
+            if d.op in ("++", "step+"):
+                continue
+            if d.op == "+=" and d.rhs is not None:
+                r = self.range(d.rhs, d.stmt, depth + 1)
+                if r.lo is not None and r.lo >= 0:
+                    continue
+            return None
+        init = sym.init.kids[0] if sym.init.kind == "init" and len(sym.init.kids) == 1 else sym.init
+        lo = self.range(init, sym.stmt, depth + 1).lo
+        return lo
+
     def _dominates(self, a: int, b: int) -> bool:
         st = self.fn.stmts
         if not (0 <= a < len(st) and 0 <= b < len(st)) or a >= b:
@@ -480,7 +497,12 @@ class FunctionModel:
                     if declared.bounded and not rv.within(declared.lo, declared.hi):
                         rv = declared  # the value wraps into the declared type
                 out = rv if out is None else out.join(rv)
-            return (out or R.TOP).meet(declared) if declared.bounded else (out or R.TOP)
+            out = out or R.TOP
+            if sym is not None and sym.init is not None and sym.stmt >= 0 and (out.lo is None or out.lo == declared.lo):
+                floor = self._floor(n.op, sym, stmt, depth)
+                if floor is not None:
+                    out = Interval(floor, out.hi)
+            return out.meet(declared) if declared.bounded else out
         if k == "member":
             t = self.type_of(n, stmt, depth + 1)
             base = strip_parens(n.kids[0]) if n.kids else None

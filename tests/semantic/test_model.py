@@ -182,6 +182,18 @@ def test_shape_key_sees_through_copies_and_a_conditional_copy():
     assert fm.key(s, ss) != "t.stride(1)"  # contiguous() changes strides
 
 
+def test_counter_that_only_grows_keeps_its_start_as_floor():
+    fm = _fm("for (int64_t i = 0; i < 4; i++) {\n  auto probe = i;\n}")
+    node, stmt = _probe(fm)
+    assert fm.range(node, stmt) == Interval(0, 3)
+    down = _fm("for (int64_t i = 3; i < 4; i--) {\n  auto probe = i;\n}")
+    node, stmt = _probe(down)
+    assert down.range(node, stmt).lo is None or down.range(node, stmt).lo < 0  # it decreases: no floor
+    stepped = _fm("int64_t k = 8;\nwhile (k < n) {\n  auto probe = k;\n  k += 4;\n}")
+    node, stmt = _probe(stepped)
+    assert stepped.range(node, stmt).lo == 8
+
+
 def test_bool_flag_local_carries_its_bound():
     fm = _fm("const bool ok = t.numel() <= 1000;\nif (ok) {\n  auto probe = t.numel();\n}")
     assert _hi(fm) == 1000
