@@ -36,9 +36,10 @@ operands have the same type it writes `ceil_div(a, b)`; when their types differ 
 an `int64_t` size and an unsuffixed literal) it writes `ceil_div<T>(a, b)` with `T` the type the hand-written
 expression computes in (the usual arithmetic conversions), since `ceil_div` deduces one type from both
 arguments and mixed types would not compile. Types come from declarations, parameters, function
-template parameters and file- or project-scope constants. When a 64-bit operand meets one whose type is not known
-(a struct field: `ceil_div(M, t.BM)`), no edit is offered and the message says to write `ceil_div<T>(...)`;
-other operands of unknown type (template constants of a struct) get the edit as *unsafe*. The fix adds `#include <ATen/ceil_div.h>` (host;
+template parameters and file- or project-scope constants. In host code, when one operand's type is not known (a struct
+field: `ceil_div(M, t.BM)`, an expression: `axis_size / 2`), no edit is offered and the message says to write
+`ceil_div<T>(...)`; in Metal the same holds against a 64-bit operand, and other operands of unknown type
+(template constants of a struct) get the edit as *unsafe*. The fix adds `#include <ATen/ceil_div.h>` (host;
 neither `OperationUtils.h` nor `<torch/extension.h>` brings it) or `#include <c10/metal/common.h>`
 (Metal; `utils.h`, `indexing.h` and `error.h` bring it) when the file does not include it; in Metal
 embedded in a host string it is offered only when the string already reaches the header.
@@ -388,8 +389,9 @@ class ManualCeilDiv(Rule):
         embedded = lo > 0 or ctx.project.sources[path].kind != ("metal" if metal else "host")
         fix = None
         known = ta or tb
-        if applicability == "unsafe" and (ta is None) != (tb is None) and _bits(known) >= 64:
-            pass  # a 64-bit size against an operand of unknown type (`t.BM`): they differ and the call would not compile
+        if applicability == "unsafe" and (ta is None) != (tb is None) and (not metal or _bits(known) >= 64):
+            pass  # host code (int64 sizes everywhere) or a 64-bit operand against one of unknown type: they likely
+            # differ (`ceil_div(M, t.BM)`, `ceil_div(axis_size / 2, elements_per_simd)`) and the call would not compile
         elif scope.declares(qualified):
             fix = Fix(f"Use `{func}`", tuple(edits), applicability)
         elif not embedded:  # the header is added where the file's includes are; not inside a string

@@ -42,10 +42,16 @@ def commit_all(repo: Path, message: str) -> str:
     return git(repo, "rev-parse", "HEAD").strip()
 
 
+# DSP301 (opt-in) is the cross-file canary of these tests: a yaml change raises it in an unchanged `.mm`
+CANARY_CONFIG = '[tool.mpslint]\nextend-select = ["DSP301"]\n'
+
+
 def fixture_repo(path: Path) -> Path:
-    """A git repository whose `aten/` is the fixture tree, committed on `main`."""
+    """A git repository whose `aten/` is the fixture tree, committed on `main`, with DSP301 selected."""
     init_repo(path)
     shutil.copytree(FIXTURES / "aten", path / "aten")
+    (path / "pyproject.toml").write_text(CANARY_CONFIG)
+    (path / "pyproject.toml").write_text(CANARY_CONFIG)
     commit_all(path, "base")
     return path
 
@@ -58,6 +64,7 @@ def copysign_repo(path: Path) -> Path:
     """
     init_repo(path)
     shutil.copytree(FIXTURES / "aten", path / "aten")
+    (path / "pyproject.toml").write_text(CANARY_CONFIG)
     y = path / YAML_REL
     text = y.read_text()
     assert MIGRATED in text

@@ -267,3 +267,31 @@ def test_mps105_advice_fits_what_the_launch_binds(tmp_path, binding, whole):
         assert "TORCH_CHECK(iter.can_use_32bit_indexing()" in f.message and "redo the first chunk" in f.message
     else:
         assert "for (auto&& sub_iter : iter.with_32bit_indexing())" in f.message
+
+
+JIT_LAYOUT = """\
+#include <ATen/native/mps/OperationUtils.h>
+
+namespace at::native {
+#ifndef PYTORCH_JIT_COMPILE_SHADERS
+static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();
+#else
+#include <ATen/native/mps/Chunks_metallib.h>
+#endif
+
+void chunks(const Tensor& self, int64_t chunk) {
+  const int64_t numel = self.numel();
+  const int64_t a = (numel + chunk - 1) / chunk;
+}
+} // namespace at::native
+"""
+
+
+def test_an_added_include_lands_at_file_scope_not_in_a_conditional_or_namespace(tmp_path):
+    # PyTorch's ops end their includes with `#include <..._metallib.h>` under `#ifndef PYTORCH_JIT_COMPILE_SHADERS`
+    # inside the namespace: an include put after it is compiled out, or opens a nested `at` namespace
+    fixed = _fix_file(tmp_path, "Chunks.mm", JIT_LAYOUT, "MPS109")
+    lines = fixed.splitlines()
+    at = lines.index("#include <ATen/ceil_div.h>")
+    assert lines[at - 1] == "#include <ATen/native/mps/OperationUtils.h>"
+    assert at < lines.index("namespace at::native {")

@@ -95,7 +95,7 @@ def test_paths_file_argument(tree, tmp_path):
     listing = tmp_path / "paths.txt"
     listing.write_text("aten/src/ATen/native/mps/operations/Shape.mm\n\naten/src/ATen/native/mps/operations/BinaryOps.mm\n")
     with chdir(tree):
-        r = CliRunner().invoke(main, ["check", "--format", "lintrunner", "--isolated", f"@{listing}"])
+        r = CliRunner().invoke(main, ["check", "--format", "lintrunner", "--isolated", "--extend-select", "DSP301", f"@{listing}"])
     paths = {m["path"] for m in messages(r.stdout)}
     assert paths == {"aten/src/ATen/native/mps/operations/Shape.mm", "aten/src/ATen/native/mps/operations/BinaryOps.mm"}
 
@@ -120,8 +120,10 @@ def test_documented_block_with_real_lintrunner(tmp_path):
 
     tracked = subprocess.run(["git", "ls-files", "aten/src"], cwd=repo, capture_output=True, text=True).stdout.split()
     files = [p for p in tracked if kind_of(Path(p), explicit=False) is not None]
-    with chdir(repo):
-        expected = lint(LintOptions(paths=files))
+    from mpslint.config import find_pyproject, load_config
+
+    with chdir(repo):  # the repository's pyproject.toml selects DSP301 too, as the lintrunner run reads it
+        expected = lint(LintOptions(paths=files, config=load_config(find_pyproject(repo))))
     r = run("--all-files", "--output", "json")
     assert r.returncode == 1, r.stdout + r.stderr  # lint errors found
     got = messages(r.stdout)

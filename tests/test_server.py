@@ -28,6 +28,7 @@ TIMEOUT = 30
 def tree(tmp_path: Path) -> Path:
     root = tmp_path / "aten"
     shutil.copytree(FIXTURES / "aten", root)
+    (root / "pyproject.toml").write_text('[tool.mpslint]\nextend-select = ["DSP301"]\n')  # the cross-file canary (opt-in)
     return root
 
 
