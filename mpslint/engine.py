@@ -172,7 +172,7 @@ def _dead_code(project: Project) -> dict[str, list[tuple[int, int]]]:
     """Per host file, the spans of its ``static`` functions nothing calls, registers or hands out (once per project)."""
     got = getattr(project, "_dead_code", None)
     if got is None:
-        from . import hostflow as hf
+        from .semantic import hostflow as hf
 
         hosts = project.hosts
         sites, registered, escaping = hf.call_sites(hosts), hf.registered_functions(hosts), hf.escaping_functions(hosts)

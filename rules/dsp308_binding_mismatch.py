@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import re
 
-from mpslint.launch_bindings import bindings, single_kernel_launches  # bindings: re-exported for older importers
+from mpslint.semantic.launch_bindings import bindings, single_kernel_launches  # bindings: re-exported for older importers
 from mpslint.model import Severity
 from mpslint.rule import Rule
 

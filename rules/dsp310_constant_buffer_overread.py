@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import re
 
-from mpslint import extflow
+from mpslint.semantic import extflow
 from mpslint.model import Severity
 from mpslint.rule import Rule
 

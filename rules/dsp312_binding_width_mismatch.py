@@ -48,7 +48,7 @@ Guide: *Working with Large Tensors*; *Working with TensorIterators*.
 
 from __future__ import annotations
 
-from mpslint.launch_bindings import bound_exprs, single_kernel_launches
+from mpslint.semantic.launch_bindings import bound_exprs, single_kernel_launches
 from mpslint.model import Severity
 from mpslint.rule import Rule
 from mpslint.semantic.expressions import strip_parens

@@ -44,7 +44,7 @@ Guide: *Working with TensorIterators* — "`iter.tensor(0)` returns the whole te
 
 from __future__ import annotations
 
-from mpslint import hostflow as hf
+from mpslint.semantic import hostflow as hf
 from mpslint.model import Fix, Severity
 from mpslint.rule import Rule
 from mpslint.semantic.expressions import strip_parens, walk

@@ -80,7 +80,7 @@ Guide: *Working with Large Tensors* — "Use a checked cast when narrowing".
 
 from __future__ import annotations
 
-from mpslint import hostflow as hf
+from mpslint.semantic import hostflow as hf
 from mpslint.model import Fix, Severity
 from mpslint.rule import Rule, Setting
 from mpslint.semantic.expressions import identifiers, strip_parens, walk

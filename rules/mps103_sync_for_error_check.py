@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import re
 
-from mpslint import hostflow as hf
+from mpslint.semantic import hostflow as hf
 from mpslint.model import Severity
 from mpslint.rule import Rule
 

@@ -41,7 +41,7 @@ Guide: *Working with TensorIterators* — "Pass `TensorIteratorBase&`, not `Tens
 from __future__ import annotations
 
 
-from mpslint import hostflow as hf
+from mpslint.semantic import hostflow as hf
 from mpslint.model import Severity
 from mpslint.rule import Rule
 from mpslint.semantic.expressions import identifiers

@@ -55,7 +55,7 @@ Guide: *Working with Large Tensors* — "Decompose via `iter.with_32bit_indexing
 from __future__ import annotations
 
 
-from mpslint import hostflow as hf
+from mpslint.semantic import hostflow as hf
 from mpslint.model import Severity
 from mpslint.rule import Rule
 from mpslint.semantic.expressions import identifiers, strip_parens, walk

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import re
 
-from mpslint import hostflow as hf
+from mpslint.semantic import hostflow as hf
 from mpslint import names
 from mpslint.fixedits import include_edit
 from mpslint.model import Fix, Severity

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import re
 
-from mpslint import hostflow as hf
+from mpslint.semantic import hostflow as hf
 from mpslint.model import Severity
 from mpslint.rule import Rule
 from mpslint.semantic.expressions import strip_parens

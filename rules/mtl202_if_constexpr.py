@@ -56,7 +56,7 @@ import re
 
 from mpslint.model import Fix, Severity
 from mpslint.rule import Rule
-from mpslint.metalflow import host_only, metal4_only, metal_sources
+from mpslint.semantic.metalflow import host_only, metal4_only, metal_sources
 
 _IF_CONSTEXPR = re.compile(r"\bif(\s+)(constexpr)\b(?=\s*\()")
 # c10/metal headers that (directly or through another) include <c10/metal/common.h>

@@ -85,16 +85,16 @@ Guide: *Working with Large Tensors* — "Most Metal kernels take `numel` as `uin
 
 from __future__ import annotations
 
-from mpslint import hostflow as hf
+from mpslint.semantic import hostflow as hf
 from mpslint.model import Severity
 from mpslint.rule import Rule
 from mpslint.semantic import ranges as R
 from mpslint.semantic.expressions import identifiers, strip_parens, walk
 from mpslint.semantic.model import semantic_model
 from mpslint.families import operation_sources
-from mpslint.launch_bindings import launch_param_ranges
-from mpslint.launchflow import MetalCallIndex, index_range_evidence, launchers
-from mpslint.metalflow import metal_sources
+from mpslint.semantic.launch_bindings import launch_param_ranges
+from mpslint.semantic.launchflow import MetalCallIndex, index_range_evidence, launchers
+from mpslint.semantic.metalflow import metal_sources
 
 W32, W64, CONST = "w32", "w64", "const"
 _SMALL_VALUE = 1 << 16

@@ -46,7 +46,7 @@ import re
 
 from mpslint.model import Severity
 from mpslint.rule import Rule
-from mpslint.metalflow import is_kernel_function, metal_sources
+from mpslint.semantic.metalflow import is_kernel_function, metal_sources
 
 _COMPILE = re.compile(r"^(?:compile_shader|compileShader|_mps_compileShader)$")
 _TG_SPACE = re.compile(r"(?<![\w:])threadgroup\b(?!\s*\()")

@@ -48,7 +48,7 @@ import re
 
 from mpslint.model import Severity
 from mpslint.rule import Rule
-from mpslint.metalflow import metal_sources
+from mpslint.semantic.metalflow import metal_sources
 
 _FAST = re.compile(r"(?<![\w:])(?:::)?(?:metal::)?fast::(\w+)|\busing\s+namespace\s+(?:::)?metal::fast\b")
 

@@ -53,7 +53,7 @@ import re
 
 from mpslint.model import Severity
 from mpslint.rule import Rule
-from mpslint.metalflow import is_kernel_function
+from mpslint.semantic.metalflow import is_kernel_function
 
 _ERR_TYPE = re.compile(r"\bErrorMessages\b")
 

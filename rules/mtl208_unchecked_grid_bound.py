@@ -49,7 +49,7 @@ from mpslint.model import Severity
 from mpslint.rule import Rule
 from mpslint.semantic.expressions import identifiers, strip_parens
 from mpslint.semantic.model import semantic_model
-from mpslint.metalflow import is_kernel_function, metal_sources
+from mpslint.semantic.metalflow import is_kernel_function, metal_sources
 
 _COUNT_NAME = re.compile(r"(?i)^(?:n|numel|num_?el(?:em(?:ent)?)?s?|n_?el(?:em(?:ent)?)?s?|size|total(?:_size)?|len|length|count|n_?elements|num_?threads)$")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mpslint import extflow
+from mpslint.semantic import extflow
 from mpslint.facts.host import host_facts
 from mpslint.source import LineIndex
 

@@ -40,7 +40,7 @@ def test_host_rules_silent_on_real_host_headers(real_tree):
 
 def test_exec_kernel_templates_are_seen_as_splitting(real_tree):
     """The facts behind the silence: the header's exec_*_with_params recurse over sub-iterators and guard numel()."""
-    from mpslint import hostflow as hf
+    from mpslint.semantic import hostflow as hf
     from mpslint.semantic.model import semantic_model
 
     result = lint(LintOptions(paths=[str(real_tree)], select=["MPS105"]))

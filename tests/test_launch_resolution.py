@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mpslint import launchflow
+from mpslint.semantic import launchflow
 from mpslint.engine import LintOptions, lint
 from mpslint.facts.host import _alternation, _split_ternary
 
@@ -217,7 +217,7 @@ def test_literal_head(pattern, head):
 
 def test_kernels_are_entered_with_what_their_hosts_bind(linted, graph):
     """`launch_param_ranges`: the model's range of each value a host binds, by the kernel parameter it lands in."""
-    from mpslint.launch_bindings import launch_param_ranges
+    from mpslint.semantic.launch_bindings import launch_param_ranges
     from mpslint.semantic.model import semantic_model
     from mpslint.semantic.ranges import Interval
 

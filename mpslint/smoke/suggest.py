@@ -69,7 +69,7 @@ _SIZE = re.compile(r"MTLSizeMake\(([^)]*)\)")
 
 def host_launches(graph, kernel: str) -> list[dict]:
     out = []
-    from mpslint.launch_bindings import bindings
+    from mpslint.semantic.launch_bindings import bindings
     for impl in sorted(graph.nodes("impl")):
         a = graph.attrs(impl)
         fn = a.get("function")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .facts.cpp import Call, Function
+from ..facts.cpp import Call, Function
 
 # block-taking calls that run their block on a dispatch queue (the MPS stream's serial queue in op code)
 QUEUE_BLOCK = re.compile(r"dispatch_(?:sync|async|block|barrier_sync|barrier_async)\w*")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from .facts.cpp import Call, Function
-from .semantic.types import parse_type
+from ..facts.cpp import Call, Function
+from .types import parse_type
 
 TENSOR_REF_TYPE = re.compile(r"\b(?:at::)?(Tensor|TensorBase)\s*&")
 WHOLE_TENSOR_CALLS = ("tensor", "output", "input", "tensor_base", "output_base", "input_base")

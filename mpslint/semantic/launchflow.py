@@ -23,8 +23,8 @@ import re
 from dataclasses import dataclass
 
 from .hostflow import DISPATCHERS, dispatch_size_args, short_name
-from .semantic.expressions import walk
-from .semantic.ranges import UINT32_MAX
+from .expressions import walk
+from .ranges import UINT32_MAX
 
 # calls that split a launch into 32-bit pieces, or test for it
 _SPLITS = {"with_32bit_indexing"}
