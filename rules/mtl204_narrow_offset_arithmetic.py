@@ -208,7 +208,6 @@ class NarrowOffsetArithmetic(Rule):
             return out or None
 
         for src in metal_sources(ctx):
-            text = ctx.text(src.path)
             for fn in src.facts.functions:
                 if fn.body_span is None:
                     continue
