@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
 import re
+
+from .facts.macros import Conditions, strip_comments
 
 _PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b[^\n]*", re.M)
 _INCLUDE_LINE = re.compile(r'^[ \t]*#[ \t]*(?:include|import)[ \t]*[<"][^>"\n]+[>"][^\n]*', re.M)
@@ -19,11 +22,11 @@ def include_edit(ctx, path: str, includes, header: str, lo: int = 0, hi: int | N
         ends = [m.end() for m in _INCLUDE_LINE.finditer(text, lo, hi) if not _commented(text, m.start())]
     # only includes at file scope: not inside `#if ... #endif` (an include under `#ifndef PYTORCH_JIT_COMPILE_SHADERS`
     # may be compiled out) and not after the first `namespace` (a header included there opens a nested `at`)
-    top = _file_scope_ends(text, ends, lo, hi)
+    clean = strip_comments(text)
+    conds = Conditions(clean)
+    top = _file_scope_ends(clean, conds, ends, lo, hi)
     if ends and not top:  # every include is conditional or inside a namespace: before the first of them
-        at = _line_start(text, min(ends), lo)
-        guard = _guard_start(text, lo, hi)
-        at = min(at, guard) if guard is not None else at
+        at = _block_start(text, conds, min(ends), lo)
         return ctx.edit(path, at, at, f"#include <{header}>\n")
     ends = top
     if not ends:  # no include yet: after `#pragma once` when there is one
@@ -34,47 +37,30 @@ def include_edit(ctx, path: str, includes, header: str, lo: int = 0, hi: int | N
     return ctx.edit(path, lo, lo, f"#include <{header}>\n")
 
 
-_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif)\b", re.M)
 _NAMESPACE = re.compile(r"^[ \t]*(?:inline[ \t]+)?namespace\b", re.M)
+_GUARD = re.compile(r"\A\s*#[ \t]*ifndef[ \t]+(\w+)[ \t]*\n[ \t]*#[ \t]*define[ \t]+\1\b")
 
 
 def _line_start(text: str, at: int, lo: int) -> int:
     return max(lo, text.rfind("\n", 0, at) + 1)
 
 
-def _guard_start(text: str, lo: int, hi: int) -> int | None:
-    """Where the first conditional block that holds an include starts (to insert before it), or None."""
-    m = _CONDITIONAL.search(text, lo, hi)
-    return m.start() if m is not None and m.group(1) != "endif" else None
-
-
-def _file_scope_ends(text: str, ends: list[int], lo: int, hi: int) -> list[int]:
-    """The include ends that sit at file scope: outside every `#if` block (a header's own include guard aside)
-    and before the first `namespace`."""
-    ns = _NAMESPACE.search(text, lo, hi)
+def _file_scope_ends(clean: str, conds: Conditions, ends: list[int], lo: int, hi: int) -> list[int]:
+    """The include ends that sit at file scope: under no `#if` (a header's own include guard aside) and before
+    the first `namespace`."""
+    ns = _NAMESPACE.search(clean, lo, hi)
     limit = ns.start() if ns is not None else hi
-    directives = [(m.start(), m.group(1)) for m in _CONDITIONAL.finditer(text, lo, hi) if not _commented(text, m.start())]
-    # an include guard: the first directive is `#ifndef X` followed by `#define X`, closed by the last `#endif`
-    skip_first = False
-    if directives and directives[0][1] == "ifndef":
-        line = text[directives[0][0] : text.find("\n", directives[0][0])].split()
-        name = line[-1] if len(line) >= 2 else ""
-        rest = text[directives[0][0] : directives[0][0] + 400]
-        skip_first = bool(name) and f"#define {name}" in rest
-    out = []
-    for e in ends:
-        if e > limit:
-            continue
-        depth = 0
-        for k, (pos, kind) in enumerate(directives):
-            if pos >= e:
-                break
-            if k == 0 and skip_first:
-                continue
-            depth += -1 if kind == "endif" else 1
-        if depth <= 0:
-            out.append(e)
-    return out
+    guard = _GUARD.match(clean[lo:hi])
+    allowed = {(), (f"!defined({guard.group(1)})",)} if guard else {()}
+    return [e for e in ends if e <= limit and conds.at(e) in allowed]
+
+
+def _block_start(text: str, conds: Conditions, at: int, lo: int) -> int:
+    """The start of the line that opens the outermost `#if` block holding offset ``at`` (or of ``at``'s line)."""
+    k = bisect.bisect_right(conds.points, at) - 1
+    while k > 0 and conds.stacks[k - 1]:
+        k -= 1
+    return _line_start(text, conds.points[k] - 1 if k > 0 else at, lo)
 
 
 def _commented(text: str, at: int) -> bool:
