@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from ..facts.cpp import Expr
+from .ranges import Interval
 
 _ARGS_BINDERS = {"mtl_setArgs"}
 _SLOT_BINDERS = {"mtl_setBuffer", "mtl_setBytes", "mtl_setArg"}
@@ -194,8 +195,6 @@ def launch_param_ranges(graph, model, hosts) -> dict[str, dict[int, dict[str, ob
                     for name, attr in kernel.attributes.items():
                         p = next((q for q in kernel.function.params if q.name == name), None)
                         if attr == "thread_position_in_grid" and p is not None and "2" not in p.type and "3" not in p.type:
-                            from .ranges import Interval
-
                             mine[name] = Interval(0, max(n.hi - 1, 0))
             if mine:
                 out.setdefault(launch.impl, {})[id(kernel.function)] = mine
