@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..facts.cpp import Expr
 from .ranges import Interval
+from .types import parse_type
 
 _ARGS_BINDERS = {"mtl_setArgs"}
 _SLOT_BINDERS = {"mtl_setBuffer", "mtl_setBytes", "mtl_setArg"}
@@ -194,7 +195,7 @@ def launch_param_ranges(graph, model, hosts) -> dict[str, dict[int, dict[str, ob
                 if n.hi is not None:
                     for name, attr in kernel.attributes.items():
                         p = next((q for q in kernel.function.params if q.name == name), None)
-                        if attr == "thread_position_in_grid" and p is not None and "2" not in p.type and "3" not in p.type:
+                        if attr == "thread_position_in_grid" and p is not None and parse_type(p.type, {}).kind == "int":
                             mine[name] = Interval(0, max(n.hi - 1, 0))
             if mine:
                 out.setdefault(launch.impl, {})[id(kernel.function)] = mine
