@@ -40,6 +40,10 @@ does not bound `rows * cols`, `A || B` proves only what both arms prove. A bound
 bounds each factor (`n * D <= INT32_MAX` bounds `D`). Dimension counts (`t.dim()`, `t.sizes().size()`,
 `iter.ndim()`) are at most 64 and never flagged.
 
+A local that nothing reads after its declaration (`uint B = q.size(0) * q.size(1);` left over from an older
+launch) is not reported: no wrapped value is ever used, and the patch a maintainer merges is deleting it, which
+the compiler's unused-variable warning already asks for.
+
 **Bounds the callers establish.** In a `static` function whose every call site is in its file, a value made of
 its parameters (`q.size(2)`, `q.numel()`) is judged at each call too: `if (query.size(2) <= 8) small_path(q_contig)`
 bounds `small_path`'s `q.size(2)` when the argument has the shape of `query` (a local copy, `contiguous()`,
@@ -246,8 +250,8 @@ class UncheckedNarrowing(Rule):
             if strip_parens(init).kind == "cast" or not declared.is_int:
                 continue  # the explicit cast is reported itself
             got = problem(init, d.stmt, declared)
-            if got is None or self._every_use_bounded(fm, d, declared):
-                continue
+            if got is None or not fm.read_after(d.name, d.stmt) or self._every_use_bounded(fm, d, declared):
+                continue  # unchecked, but never read (a dead local: nothing wraps) or read only where it fits
             extent, miss = got
             short = d.type.split()[-1]
             yield ctx.finding(

@@ -118,9 +118,11 @@ class Missing32BitSplit(Rule):
                 if self._binds_whole_tensors(fm, it):
                     # a split would relaunch on the whole tensors (MPS101): each sub-iterator redoes the first chunk
                     advice = (f"It binds whole tensors of `{it}` (`{it}.tensor(k)`/`output()`), so a "
-                              f"`with_32bit_indexing()` split would redo the first chunk on every sub-iterator: add "
-                              f"`TORCH_CHECK({it}.can_use_32bit_indexing(), \"...\")` before the launch, or bind the "
-                              f"sub-iterator's operands (`bind_iter_tensors`) and split.")
+                              f"`with_32bit_indexing()` split would redo the first chunk on every sub-iterator. Either "
+                              f"make the kernel's index math 64-bit (`ulong` offsets computed from the thread position, "
+                              f"so large inputs work), or add `TORCH_CHECK({it}.can_use_32bit_indexing(), \"...\")` "
+                              f"before the launch (large inputs then fail loudly), or bind the sub-iterator's operands "
+                              f"(`bind_iter_tensors`) and split.")
                 else:
                     advice = (f"Add `if (!{it}.can_use_32bit_indexing()) {{ for (auto&& sub_iter : "
                               f"{it}.with_32bit_indexing()) {{ {hf.short_name(fn.name)}(sub_iter, ...); }} return; }}` before the launch.")

@@ -39,6 +39,11 @@ argument, a function pointer), whose callers cannot be seen. Outside `native/mps
 in scope (stream code replaying launches it recorded earlier) is not checked, unless it asks for a kernel by
 name itself (`newFunctionWithName:`, a pipeline getter: an extension's launch helper taking sizes, not tensors).
 
+Not flagged either: a function registered only on dispatch stubs whose caller in core ATen returns before the
+stub on empty input (`cholesky_stub`: `linalg_cholesky_ex_out` returns when `L.numel() == 0`; the table is
+`mpslint/semantic/core_callers.py`, each entry read in PyTorch's sources). A stub not in the table is judged
+reachable with an empty tensor.
+
 Guide: *Checklist* — "Handles empty tensors".
 """
 
@@ -47,6 +52,7 @@ from __future__ import annotations
 import re
 
 from mpslint.semantic import hostflow as hf
+from mpslint.semantic.core_callers import empty_checked_by_core
 from mpslint.model import Severity
 from mpslint.rule import Rule
 from mpslint.semantic.expressions import strip_parens
@@ -96,6 +102,7 @@ class MissingEmptyGuard(Rule):
         hosts = ctx.project.hosts
         sites = hf.call_sites(hosts)
         registered = hf.registered_functions(hosts)
+        stubs_of = hf.registered_stubs(hosts)
         escaping = hf.escaping_functions(hosts)
 
         model = semantic_model(ctx.project)
@@ -124,6 +131,8 @@ class MissingEmptyGuard(Rule):
                     break
                 if launch is None:
                     continue
+                if empty_checked_by_core(stubs_of.get(hf.short_name(fn.name), set())):
+                    continue  # only called through stubs whose core caller returns on empty input
                 if hf.all_callers(fn.name, sites, registered, caller_guards, fn=fn, path=path):
                     continue
                 if hf.unreachable(fn, path, sites, registered, escaping):

@@ -180,6 +180,15 @@ def registered_functions(hosts) -> set[str]:
     return {r.function for facts in hosts.values() for r in facts.stub_registrations}
 
 
+def registered_stubs(hosts) -> dict[str, set[str]]:
+    """Function name -> the dispatch stubs it is registered on (``REGISTER_DISPATCH(stub, &fn)``)."""
+    out: dict[str, set[str]] = {}
+    for facts in hosts.values():
+        for r in facts.stub_registrations:
+            out.setdefault(r.function, set()).add(r.stub.strip())
+    return out
+
+
 def unreachable(fn: Function, path: str, sites, registered: set[str], escaping: set[str]) -> bool:
     """A function no visible code reaches: ``static`` (or a helper handed out as a value) with no call site in
     its file and no stub registration. Its launches run only if something we cannot see calls it."""

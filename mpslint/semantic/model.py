@@ -16,12 +16,13 @@ Boolean helpers are summarised once (``return h <= 256 && ...``) and applied whe
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..facts.cpp import Function
 from . import ranges as R
 from .definitions import Definitions
-from .expressions import Node, int_literal, strip_parens, walk
+from .expressions import Node, identifiers, int_literal, strip_parens, walk
 from .guards import Condition, dominating_conditions
 from .ranges import Interval
 from .symbols import FileTables, Scope
@@ -135,6 +136,23 @@ class FunctionModel:
         self._range_memo: dict[tuple, Interval] = {}
         self._values_memo: dict[tuple[str, int], list | None] = {}
         self._origin_memo: dict[tuple[int, int], tuple[Node, int]] = {}
+
+    # ------------------------------------------------------------------ reads
+    def read_after(self, name: str, stmt: int) -> bool:
+        """Some statement after ``stmt`` may read the local ``name``: an expression tree of the facts (a
+        statement's, a declaration's initialiser, a call, a cast, an assignment) names it, or, for what has no
+        tree (a constructor-style declaration, a macro's arguments), the statement's text holds it as a word.
+        False only when nothing after ``stmt`` can see the value: the value is never used."""
+        fn = self.fn
+        trees = [s.tree for s in fn.stmts[stmt + 1:]] + [s.update for s in fn.stmts[stmt + 1:]]
+        trees += [d.init.tree for d in fn.decls if d.stmt > stmt and d.init is not None]
+        trees += [c.tree for c in fn.calls if c.stmt > stmt]
+        trees += [c.operand.tree for c in fn.casts if c.stmt > stmt]
+        trees += [a.rhs.tree for a in fn.assigns if a.stmt > stmt] + [x.tree for x in fn.subscripts if x.stmt > stmt]
+        if any(t is not None and name in identifiers(t) for t in trees):
+            return True
+        word = re.compile(r"(?<![\w.])" + re.escape(name) + r"(?!\w)")
+        return any(word.search(s.text) for s in fn.stmts[stmt + 1:])
 
     # ------------------------------------------------------------------ values
     def values(self, name: str, stmt: int) -> list[tuple[Node | None, int]] | None:

@@ -278,3 +278,27 @@ def test_32bit_index_math_bounds_sizes_and_strides():
     assert fm.range(node, stmt).hi == INT32_MAX
     node, stmt = decl(fm, "outside")
     assert fm.range(node, stmt).hi > UINT32_MAX
+
+
+# ---------------------------------------------------------------- reads after a declaration
+def _read(body: str, name: str) -> bool:
+    fm = _fm(body)
+    d = [x for x in fm.fn.decls if x.name == name][-1]
+    return fm.read_after(name, d.stmt)
+
+
+def test_a_local_nothing_reads_is_not_read():
+    assert not _read("uint32_t n = t.numel();\nauto m = t.size(0);\nreturn;", "n")
+
+
+def test_reads_in_calls_declarations_blocks_macros_and_assignments_count():
+    assert _read("uint32_t n = t.numel();\nlaunch(enc, n);", "n")
+    assert _read("uint32_t n = t.numel();\nstd::vector<uint32_t> v(n, 1);", "n")  # constructor-style: no tree
+    assert _read("uint32_t n = t.numel();\ndispatch_sync(q, ^() {\n  mtl_setArgs(enc, n);\n});", "n")
+    assert _read("uint32_t n = t.numel();\nTORCH_INTERNAL_ASSERT(n > 0);", "n")
+    assert _read("uint32_t n = t.numel();\nbuf[n] = 0;", "n")
+    assert _read("uint32_t n = t.numel();\nauto k = static_cast<int>(n);", "n")
+
+
+def test_a_member_or_a_longer_name_is_not_a_read():
+    assert not _read("uint32_t n = t.numel();\nauto a = p.n;\nauto nn = 1;", "n")
