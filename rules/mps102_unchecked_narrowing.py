@@ -84,6 +84,7 @@ Guide: *Working with Large Tensors* — "Use a checked cast when narrowing".
 
 from __future__ import annotations
 
+from mpslint.fixedits import include_edit
 from mpslint.semantic import hostflow as hf
 from mpslint.model import Fix, Severity
 from mpslint.rule import Rule, Setting
@@ -205,8 +206,9 @@ class UncheckedNarrowing(Rule):
                 src = ctx.source(path, cast.operand.span)
                 edits = [ctx.edit(path, cast.span.start, cast.span.end, f'c10::checked_convert<{typ}>({src}, "{typ}")')]
                 if not has_include and includes:
-                    at = includes[-1].span.end  # after the last #include line
-                    edits.append(ctx.edit(path, at, at, "\n#include <c10/util/TypeCast.h>"))
+                    # at file scope: not after the `*_metallib.h` include that PyTorch's op files keep inside the
+                    # namespace under `#ifndef PYTORCH_JIT_COMPILE_SHADERS`
+                    edits.append(include_edit(ctx, path, includes, "c10/util/TypeCast.h"))
                 fix = Fix(f"Use `c10::checked_convert<{typ}>`", tuple(edits), "safe")
             yield ctx.finding(
                 self,

@@ -265,6 +265,7 @@ def test_mps105_advice_fits_what_the_launch_binds(tmp_path, binding, whole):
     (f,) = _lint(p, "MPS105", tmp_path)
     if whole:  # a split would relaunch on the whole tensors: a check is the patch that works
         assert "TORCH_CHECK(iter.can_use_32bit_indexing()" in f.message and "redo the first chunk" in f.message
+        assert "index math 64-bit" in f.message  # the kernel-side patch, which keeps large inputs working
     else:
         assert "for (auto&& sub_iter : iter.with_32bit_indexing())" in f.message
 
@@ -295,3 +296,18 @@ def test_an_added_include_lands_at_file_scope_not_in_a_conditional_or_namespace(
     at = lines.index("#include <ATen/ceil_div.h>")
     assert lines[at - 1] == "#include <ATen/native/mps/OperationUtils.h>"
     assert at < lines.index("namespace at::native {")
+
+
+def test_mps102_checked_convert_include_lands_at_file_scope(tmp_path):
+    # the same layout for MPS102's safe fix: `c10/util/TypeCast.h` after the file-scope includes, not after
+    # the `*_metallib.h` include inside the namespace
+    src = JIT_LAYOUT.replace(
+        "  const int64_t a = (numel + chunk - 1) / chunk;\n",
+        "  const auto n = static_cast<uint32_t>(self.numel());\n  launch(n);\n",
+    )
+    fixed = _fix_file(tmp_path, "Chunks.mm", src, "MPS102")
+    lines = fixed.splitlines()
+    at = lines.index("#include <c10/util/TypeCast.h>")
+    assert lines[at - 1] == "#include <ATen/native/mps/OperationUtils.h>"
+    assert at < lines.index("namespace at::native {")
+    assert 'c10::checked_convert<uint32_t>(self.numel(), "uint32_t")' in fixed
