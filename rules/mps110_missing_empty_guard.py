@@ -71,6 +71,23 @@ def _has_tensor(fn) -> bool:
 
 
 
+def _early_return(fn) -> str:
+    """The early return that compiles in ``fn``: a bare `return;` in a void function, the output parameter in one
+    returning a tensor, and for a helper returning something else (a buffer, a flag) the callers' guard."""
+    ret = (fn.return_type or "").replace("static", "").replace("inline", "").strip()
+    if fn.kind == "impl_func" or ret in ("", "void"):
+        return "return early with `if (<output or iter>.numel() == 0) { return; }` before the launch."
+    if ret.split("::")[-1].rstrip("&").strip() in ("Tensor", "TensorBase"):
+        outs = [p.name for p in fn.params if p.name and "const" not in p.type and p.type.replace(" ", "").endswith("Tensor&")]
+        if len(outs) == 1:
+            return f"return early with `if ({outs[0]}.numel() == 0) {{ return {outs[0]}; }}` before the launch."
+        return "return the (empty) result early when the input has no elements, before the launch."
+    if ret.startswith(("std::tuple<", "tuple<")) and "Tensor" in ret:
+        return "return the (empty) outputs early once they are allocated (`return {out, ...};`), before the launch."
+    return (f"`{hf.short_name(fn.name)}` returns `{ret}`: have its callers skip it when the tensor is empty, or return "
+            f"early with the value that stands for no work, before the launch.")
+
+
 class MissingEmptyGuard(Rule):
     code = "MPS110"
     name = "missing-empty-guard"
@@ -143,5 +160,5 @@ class MissingEmptyGuard(Rule):
                     path,
                     launch.span,
                     f"`{launch.name}` sized by `{size}` is reachable with an empty tensor (a zero-sized grid fails Metal "
-                    f"validation); return early with `if (<output or iter>.numel() == 0) {{ return; }}` before the launch.",
+                    f"validation); {_early_return(fn)}",
                 )

@@ -311,3 +311,40 @@ def test_mps102_checked_convert_include_lands_at_file_scope(tmp_path):
     assert lines[at - 1] == "#include <ATen/native/mps/OperationUtils.h>"
     assert at < lines.index("namespace at::native {")
     assert 'c10::checked_convert<uint32_t>(self.numel(), "uint32_t")' in fixed
+
+
+MPS110_RETURNS = """\
+#include <ATen/native/mps/OperationUtils.h>
+namespace at::native::mps {
+{ret} fill_rows({params}) {
+  auto pso = lib.getPipelineStateForFunc("fill_rows");
+  auto stream = getCurrentMPSStream();
+  dispatch_sync_with_rethrow(stream->queue(), ^() {
+    auto enc = stream->commandEncoder();
+    mtl_setArgs(enc, out, src);
+    mtl_dispatch1DJob(enc, pso, src.numel());
+  });
+  {tail}
+}
+} // namespace at::native::mps
+"""
+
+
+@pytest.mark.parametrize(
+    "ret,params,tail,advice",
+    [
+        ("void", "const Tensor& src, const Tensor& out", "", "{ return; }"),
+        ("Tensor&", "const Tensor& src, Tensor& out", "return out;", "{ return out; }"),
+        ("std::tuple<Tensor, Tensor>", "const Tensor& src, const Tensor& out", "return {out, out};", "return {out, ...};"),
+        ("id<MTLBuffer>", "const Tensor& src, const Tensor& out", "return nil;", "have its callers skip it"),
+    ],
+)
+def test_mps110_early_return_compiles_in_the_function_it_lands_in(tmp_path, ret, params, tail, advice):
+    # a bare `return;` does not compile in a function that returns a value
+    p = tmp_path / "mps" / "Rows.mm"
+    p.parent.mkdir()
+    p.write_text(MPS110_RETURNS.replace("{ret}", ret).replace("{params}", params).replace("{tail}", tail), encoding="utf-8")
+    (f,) = _lint(p, "MPS110", tmp_path)
+    assert advice in f.message
+    if ret != "void":
+        assert "{ return; }" not in f.message

@@ -17,7 +17,7 @@ from ._integration_helpers import chdir, commit_all, git, init_repo
 
 TOKEN = "ghs_s3cr3t-t0ken-value"
 BAD = "  const uint32_t n = static_cast<uint32_t>(in.numel());\n"
-IMPLICIT = "  uint32_t rows = in.size(0) * in.size(1);\n"
+IMPLICIT = "  uint32_t rows = in.size(0) * in.size(1); launch(rows);\n"
 HOST = (
     "#include <torch/extension.h>\n\nvoid k(dispatch_queue_t q, const at::Tensor& t) {\n"
     "  dispatch_sync(q, ^() {\n    TORCH_CHECK(t.dim() > 0, \"k: a scalar\");\n  });\n}\n"
