@@ -7,6 +7,12 @@ function (or is returned to a caller that keeps it in a local) instead of someth
 call: a function-local `static`, a member or global (`lib = ...` in a constructor), a cache
 (`cache[name] = pso`), a `dispatch_once` / `std::call_once` block.
 
+Not flagged: setup behind a run-once guard, an `if (flag) return ...;` at the top of the function whose flag
+outlives the call (a member, a global, a `static`) and that the function sets to `true` after the setup
+(`Ctx& c = ctx(); if (c.initialised) return true; ... c.initialised = true;`), and a member written through a
+local reference or pointer to a long-lived object (`c.pso = [...]` with `Ctx& c = ctx();`). A flag that is a
+plain local, or one nothing sets, guards nothing.
+
 ## Why is this bad?
 `newLibraryWithSource:` runs the Metal compiler; `newLibraryWithData:` parses a metallib;
 `newComputePipelineStateWithFunction:` compiles the function for the GPU. Each costs from a millisecond
@@ -60,18 +66,51 @@ _ONCE = re.compile(r"(?:std::)?call_once|dispatch_once\w*")
 _ROOT = re.compile(r"[A-Za-z_]\w*")
 
 
+def _alias(fn, name: str) -> bool:
+    """``name`` is a local reference or pointer (`Context& c = ctx();`, `State* s = get_state();`): a member
+    written through it lives in the object it refers to, not in the function's frame."""
+    return any(d.name == name and (d.reference or d.pointer) for d in fn.decls)
+
+
+def _owner_outlives_call(fn, lhs: str) -> bool:
+    """An assignment to ``lhs`` stores into something that outlives the call: not a plain local (a member,
+    a global, a static) or a member reached through a local reference or pointer (`c.pso = ...`)."""
+    root = _ROOT.match(lhs)
+    if root is None:
+        return True
+    name = root.group(0)
+    if not extflow.is_local(fn, name):
+        return True
+    return _alias(fn, name) and lhs[len(name):].lstrip().startswith((".", "->", "["))
+
+
+def _run_once(fn, call) -> bool:
+    """``call`` sits after a run-once guard: an `if (flag) return ...;` at the function's top level whose flag
+    (a member, global or static, not a plain local) the function sets to `true` later (`if (c.initialised) return
+    true; ... c.initialised = true;`). The setup then runs on the first call only."""
+    for i, st in enumerate(fn.stmts):
+        if st.span.start >= call.span.start:
+            break
+        if st.kind != "if_statement" or st.parents or st.tree is None or st.tree.kind not in ("id", "member"):
+            continue
+        flag = st.text[st.text.find("(") + 1: st.text.rfind(")")].strip()
+        body = [t for t in fn.stmts[i + 1:] if t.parents and t.parents[0] == i]
+        if not body or body[-1].kind != "return_statement" or not _owner_outlives_call(fn, flag):
+            continue
+        if any(a.lhs.strip() == flag and a.op == "=" and a.rhs.text.strip() == "true" and a.span.start > call.span.start for a in fn.assigns):
+            return True
+    return False
+
+
 def _kept(fn, _unused: str, name: str, after: int) -> bool:
     """The local ``name`` is stored somewhere that outlives the call (a member, global, cache, static)."""
     rx = re.compile(r"(?<![\w.>])" + re.escape(name) + r"\b")
     for a in fn.assigns:
-        if a.span.start > after and rx.search(a.rhs.text):
-            root = _ROOT.match(a.lhs)
-            if root and not extflow.is_local(fn, root.group(0)):
-                return True
+        if a.span.start > after and rx.search(a.rhs.text) and _owner_outlives_call(fn, a.lhs):
+            return True
     for c in fn.calls:
         if c.span.start > after and c.name in ("emplace", "insert", "insert_or_assign", "try_emplace", "setObject", "push_back") and any(rx.search(x.text) for x in c.args):
-            root = _ROOT.match(c.receiver or "")
-            if root and not extflow.is_local(fn, root.group(0)):
+            if c.receiver and _owner_outlives_call(fn, c.receiver):
                 return True
     return False
 
@@ -88,7 +127,7 @@ def _returned(fn, name: str | None, call) -> bool:
 
 def _destination(fn, call) -> tuple[str, str | None]:
     """("kept", None) / ("local", name) / ("return", name) for where the call's result goes."""
-    if any(_ONCE.fullmatch(b.rsplit("::", 1)[-1]) for b in call.blocks):
+    if any(_ONCE.fullmatch(b.rsplit("::", 1)[-1]) for b in call.blocks) or _run_once(fn, call):
         return "kept", None
     for d in fn.decls:
         if d.init is not None and d.init.span.start <= call.span.start < d.init.span.end:
@@ -98,7 +137,7 @@ def _destination(fn, call) -> tuple[str, str | None]:
     for a in fn.assigns:
         if a.rhs.span.start <= call.span.start < a.rhs.span.end:
             root = _ROOT.match(a.lhs)
-            if root is None or not extflow.is_local(fn, root.group(0)):
+            if root is None or _owner_outlives_call(fn, a.lhs):
                 return "kept", None
             if _kept(fn, "", root.group(0), a.span.start):
                 return "kept", None
