@@ -63,7 +63,7 @@ class RawDtypeRead(Rule):
             if fn is None:
                 continue
             kernels = extflow.launched_kernels(graph, impl)
-            fixed = self._fixed_slots(kernels)
+            fixed = extflow.fixed_slot_scalars(kernels)
             seen: set[str] = set()
             for call in fn.calls:
                 b = extflow.slot_binding(call)
@@ -82,24 +82,6 @@ class RawDtypeRead(Rule):
                 t = extflow.buffer_storage_arg(src)
                 if t is not None:
                     yield from self._judge(ctx, graph, impl, a["path"], fn, t, cast, f"`({cast.type})` of its contents", tm.group(1), seen)
-
-    @staticmethod
-    def _fixed_slots(kernels) -> dict[int, tuple[str, str, str]]:
-        """slot -> (kernel, parameter, scalar type) where every launched kernel reads one fixed scalar type."""
-        out: dict[int, tuple[str, str, str]] = {}
-        if not kernels or any(k.function.template for k in kernels):
-            return out
-        for k in kernels:
-            for b in k.buffers:
-                m = _SCALAR.match(b.type.strip())
-                if not m:
-                    continue
-                prev = out.get(b.index)
-                if prev is not None and prev[2] != m.group(1):
-                    out[b.index] = ("", "", "")
-                elif prev is None:
-                    out[b.index] = (k.name, b.name, m.group(1))
-        return {i: v for i, v in out.items() if v[2] and all(i in {b.index for b in k.buffers} for k in kernels)}
 
     def _judge(self, ctx, graph, impl, path, fn, t, site, what, scalar, seen):
         origin = extflow.tensor_origin(fn, t, site.span.start)

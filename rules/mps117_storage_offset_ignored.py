@@ -8,7 +8,10 @@ binding at `t`'s first element:
   the tree, start at offset 0 and are not flagged;
 - an offset taken from another tensor (`offset:a.storage_offset() * ...` when binding `b`);
 - `offset:t.storage_offset()` without the element size: `storage_offset()` counts elements, `setBuffer:offset:`
-  takes bytes.
+  takes bytes. A literal factor is a byte count (`t.storage_offset() * 4`), right when it is the size of the
+  element the launched kernel reads at that slot (`device float*`: 4) and flagged when it is not; no factor is
+  right for a kernel reading one-byte elements (`uchar*`). With a template kernel or no kernel in view, a
+  literal factor is taken as meant.
 
 ## Why is this bad?
 `getMTLBufferStorage(t)` is the whole allocation, shared by every view of it. `x[1:]`, `x.narrow(...)`
@@ -45,6 +48,9 @@ from mpslint.rule import Rule
 _ZERO = re.compile(r"\s*0+\s*[uUlL]*\s*")
 _OFFSET_OF = re.compile(r"([A-Za-z_]\w*)\s*(?:\.|->)\s*storage_offset\s*\(\s*\)")
 _BYTES = re.compile(r"element_size\s*\(|itemsize\s*\(|\bsizeof\s*\(|nbytes")
+# `t.storage_offset() * 4` or `4 * t.storage_offset()`: the offset scaled by a literal element size
+_SCALED = re.compile(r"(?:[A-Za-z_]\w*\s*(?:\.|->)\s*storage_offset\s*\(\s*\)\s*\*\s*\(?\s*(\d+)\s*\)?"
+                     r"|\(?\s*(\d+)\s*\)?\s*\*\s*[A-Za-z_]\w*\s*(?:\.|->)\s*storage_offset\s*\(\s*\))")
 
 
 class StorageOffsetIgnored(Rule):
@@ -59,6 +65,8 @@ class StorageOffsetIgnored(Rule):
     def check(self, ctx):
         for path in sorted(ctx.project.hosts):
             for fn in ctx.project.hosts[path].functions:
+                impl = f"impl:{path}:{fn.name}"
+                scalars = None
                 for call in fn.calls:
                     b = extflow.slot_binding(call)
                     if b is None or call.name != "setBuffer":
@@ -66,7 +74,10 @@ class StorageOffsetIgnored(Rule):
                     t = extflow.buffer_storage_arg(b[1])
                     if t is None:
                         continue
-                    problem = self._problem(ctx.graph, f"impl:{path}:{fn.name}", fn, t, b[2], call.span.start)
+                    if scalars is None:  # what the launched kernels read at each slot, once per function
+                        scalars = extflow.fixed_slot_scalars(extflow.launched_kernels(ctx.graph, impl))
+                    reads = scalars.get(b[0])
+                    problem = self._problem(ctx.graph, impl, fn, t, b[2], call.span.start, reads)
                     if problem:
                         yield ctx.finding(self, path, call.args[1].span, problem)
 
@@ -88,7 +99,7 @@ class StorageOffsetIgnored(Rule):
                     seen = True
         return seen
 
-    def _problem(self, graph, impl: str, fn, t: str, off: str, at: int) -> str | None:
+    def _problem(self, graph, impl: str, fn, t: str, off: str, at: int, reads=None) -> str | None:
         origin = extflow.tensor_origin(fn, t, at)
         fix = f"`offset:{t}.storage_offset() * {t}.element_size()`"
         if _ZERO.fullmatch(off):
@@ -103,6 +114,18 @@ class StorageOffsetIgnored(Rule):
         if others and len(others) == len(named):
             return f"`{t}` is bound at `{others[0]}`'s storage offset; use {fix}."
         if not _BYTES.search(off) and not origin.fresh:
+            # a literal element size is a byte count: `x.storage_offset() * 4` for a kernel reading `float*`; with
+            # no factor the offset is right for a kernel reading one-byte elements (`uchar*`)
+            size = extflow.SCALAR_BYTES.get(reads[2]) if reads else None
+            m = _SCALED.fullmatch(off.strip())
+            factor = int(m.group(1) or m.group(2)) if m else None
+            if factor is not None and (size is None or factor == size):
+                return None
+            if factor is None and m is None and size == 1 and _OFFSET_OF.fullmatch(off.strip()):
+                return None
+            if factor is not None:
+                return (f"`{off}` scales the offset by {factor}, but the kernel reads `{t}` as `{reads[2]}` ({size} bytes; "
+                        f"`{reads[1]}` of `{reads[0]}`); use {fix}.")
             return (f"`{off}` counts elements but `setBuffer:offset:` takes bytes: for a view the binding starts "
                     f"before `{t}`'s first element; use {fix}.")
         return None

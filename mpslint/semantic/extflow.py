@@ -219,6 +219,31 @@ def launched_kernels(graph, impl: str) -> list:
     return out
 
 
+_SLOT_SCALAR = re.compile(r"^(?:const\s+)?(float|half|bfloat|int|uint|short|ushort|char|uchar|long|ulong|bool|int32_t|uint32_t|int64_t|int16_t|int8_t|uint8_t)\s*\*$")
+SCALAR_BYTES = {"float": 4, "half": 2, "bfloat": 2, "int": 4, "uint": 4, "short": 2, "ushort": 2, "char": 1, "uchar": 1,
+                "long": 8, "ulong": 8, "bool": 1, "int32_t": 4, "uint32_t": 4, "int64_t": 8, "int16_t": 2, "int8_t": 1,
+                "uint8_t": 1}
+
+
+def fixed_slot_scalars(kernels) -> dict[int, tuple[str, str, str]]:
+    """slot -> (kernel, parameter, scalar type) where every launched kernel reads one fixed scalar type there
+    (`device float* x [[buffer(0)]]`); none for templates, whose element type the host picks."""
+    out: dict[int, tuple[str, str, str]] = {}
+    if not kernels or any(k.function.template for k in kernels):
+        return out
+    for k in kernels:
+        for b in k.buffers:
+            m = _SLOT_SCALAR.match(b.type.strip())
+            if not m:
+                continue
+            prev = out.get(b.index)
+            if prev is not None and prev[2] != m.group(1):
+                out[b.index] = ("", "", "")
+            elif prev is None:
+                out[b.index] = (k.name, b.name, m.group(1))
+    return {i: v for i, v in out.items() if v[2] and all(i in {b.index for b in k.buffers} for k in kernels)}
+
+
 def slot_binding(call: Call) -> tuple[int, str, str] | None:
     """``[enc setBuffer:x offset:o atIndex:k]`` / ``setBytes:`` -> (k, first argument, offset/length argument)."""
     if not call.message_send or call.name not in ("setBuffer", "setBytes") or len(call.args) < 3:
