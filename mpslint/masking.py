@@ -370,6 +370,29 @@ def _prev_sig(text: str, i: int) -> str:
     return text[j]
 
 
+def _after_control_header(text: str, i: int, skip: "_Skipper") -> bool:
+    """The ``[`` at ``i`` opens the body of a brace-less ``if (...)``, ``for (...)`` or ``while (...)``: the
+    significant character before it is the ``)`` that closes such a header (`for (...) [enc setBytes:...];`)."""
+    j = i - 1
+    while j >= 0 and text[j] in _WS:
+        j -= 1
+    if j < 0 or text[j] != ")":
+        return False
+    depth = 0
+    stop = max(-1, j - 2000)  # a control header is short: bounded, so unbalanced input stays linear
+    while j > stop:
+        c = text[j]
+        if not skip(j):
+            if c == ")":
+                depth += 1
+            elif c == "(":
+                depth -= 1
+                if depth == 0:
+                    return _prev_word(text, j) in ("if", "for", "while")
+        j -= 1
+    return False
+
+
 def _is_xor(text: str, i: int) -> bool:
     """A ``^`` after an operand is the xor operator, not a block."""
     prev = _prev_sig(text, i)
@@ -651,7 +674,8 @@ def mask_objc(text: str) -> str:
             continue
         prev = _prev_sig(text, i)
         pw = _prev_word(text, i)
-        if not (prev in _PREV_SEND or pw in ("return", "case", "throw", "co_return", "delete") or _POINTER_CAST.search(text, max(0, i - 80), i)):
+        if not (prev in _PREV_SEND or pw in ("return", "case", "throw", "co_return", "delete", "else", "do")
+                or _POINTER_CAST.search(text, max(0, i - 80), i) or (prev == ")" and _after_control_header(text, i, skip))):
             i += 1
             continue
         if text.startswith("[[", i) and re.match(r"\[\[\s*[A-Za-z_:]+\s*(\(.*?\))?\s*(,\s*[A-Za-z_:]+\s*(\(.*?\))?\s*)*\]\]", text[i : i + 200]):

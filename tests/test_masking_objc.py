@@ -8,6 +8,13 @@ from mpslint.masking import mask_objc
 from mpslint.parsing import error_counts, parse
 
 CASES = {
+    "message sends as brace-less if/for/while/else bodies": (
+        "void f(id<MTLComputeCommandEncoder> enc, const float* p, int n) {\n"
+        "  for (int i = 0; i < n; i++) [enc setBytes:&p[i] length:4 atIndex:4 + i];\n"
+        "  if (n > 1) [enc setBytes:&p[0] length:4 atIndex:3]; else [enc setBytes:&p[1] length:4 atIndex:3];\n"
+        "  while (n-- > 0) [enc setBytes:&p[0] length:4 atIndex:9];\n"
+        "  float y = g(p)[2];\n}\n"
+    ),
     "message send with ternaries": (
         "void f() {\n  auto* d = [MPSGraphPooling2DOpDescriptor descriptorWithKernelWidth:kW\n"
         "      paddingRight:ceil_mode ? padW * dW : padW\n"
@@ -43,3 +50,19 @@ def test_masked_objc_parses_cleanly(name):
 
 def test_xor_is_not_a_block():
     assert mask_objc("int y = a ^ (b);") == "int y = a ^ (b);"
+
+
+def test_message_sends_in_brace_less_control_bodies_become_calls():
+    from mpslint.facts.host import host_facts
+    from mpslint.source import LineIndex
+
+    src = CASES["message sends as brace-less if/for/while/else bodies"]
+    fn = host_facts("t.mm", src, LineIndex(src)).functions[0]
+    sends = [(c.name, [a.text for a in c.args]) for c in fn.calls if c.message_send]
+    assert sends == [
+        ("setBytes", ["&p[i]", "4", "4 + i"]),
+        ("setBytes", ["&p[0]", "4", "3"]),
+        ("setBytes", ["&p[1]", "4", "3"]),
+        ("setBytes", ["&p[0]", "4", "9"]),
+    ]
+    assert [c.name for c in fn.calls if not c.message_send] == ["g"]  # `g(p)[2]` stays a subscript
