@@ -34,8 +34,9 @@ The rule asks the semantic model (`mpslint/semantic/`): the narrowed value's typ
 aliases: `auto n = t.numel(); ... uint32_t(n)`), and its range must not fit the target type. Ranges come
 from constants (`const uint k = 4;`, `constexpr` limits), `std::min`, `%`, masks and shifts, and from the
 checks that dominate the narrowing: `TORCH_CHECK`, `if (...) return/throw`, the branch of an `if`,
-`can_use_32bit_indexing()`, `canUse32BitIndexMath(t)`, and boolean helpers (`TORCH_CHECK(fits(n))` with
-`bool fits(int64_t n) { return n <= kMax; }`). A check bounds only the value it compares: bounding `rows`
+`can_use_32bit_indexing()`, `canUse32BitIndexMath(t)`, boolean helpers (`TORCH_CHECK(fits(n))` with
+`bool fits(int64_t n) { return n <= kMax; }`) and validating void helpers (`check_int32(c * kh * kw, "...")`
+with `void check_int32(int64_t n, const char*) { TORCH_CHECK(n <= kMax, ...); }`). A check bounds only the value it compares: bounding `rows`
 does not bound `rows * cols`, `A || B` proves only what both arms prove. A bound on a product of sizes
 bounds each factor (`n * D <= INT32_MAX` bounds `D`). Dimension counts (`t.dim()`, `t.sizes().size()`,
 `iter.ndim()`) are at most 64 and never flagged.

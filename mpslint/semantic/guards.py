@@ -72,8 +72,9 @@ def _branch_under(fn: Function, stmt: int, anc: int) -> str:
     return ""
 
 
-def dominating_conditions(fn: Function, stmt: int) -> list[Condition]:
-    """Every condition that holds when ``stmt`` runs, nearest first."""
+def dominating_conditions(fn: Function, stmt: int, checkers: frozenset = frozenset()) -> list[Condition]:
+    """Every condition that holds when ``stmt`` runs, nearest first. A call statement to one of ``checkers``
+    (validating void functions the model summarises) is a condition too: the call itself, proved true."""
     if not (0 <= stmt < len(fn.stmts)):
         return []
     out: list[Condition] = []
@@ -101,6 +102,8 @@ def dominating_conditions(fn: Function, stmt: int) -> list[Condition]:
             n = strip_parens(s.tree)
             if n.kind == "call" and n.op in CHECKS and n.args:
                 out.append(Condition(n.args[0], True, k, "check", s.span.line))
+            elif n.kind == "call" and n.op in checkers and n.receiver is None:
+                out.append(Condition(n, True, k, "call", s.span.line))
         elif s.kind == "if_statement" and s.tree is not None:
             if _terminates(fn, k, "then") and not _has_else(fn, k):
                 out.append(Condition(s.tree, False, k, "early-exit", s.span.line))

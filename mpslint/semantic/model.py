@@ -82,11 +82,19 @@ class SemanticModel:
         self._functions: dict[int, FunctionModel] = {}
         self.helpers: dict[str, tuple[tuple[str, ...], Node, "FunctionModel"]] = {}
         self._helper_facts: dict[str, tuple[Function, object]] = {}
+        self.checkers: dict[str, tuple[tuple[str, ...], list[tuple[Node, int]], "FunctionModel"] | None] = {}
+        self._checker_facts: dict[str, tuple[Function, object]] = {}
         for path in sorted(self._files):
             for sub in self._files[path]:
                 for fn in getattr(sub, "functions", []):
-                    if fn.return_type.replace("static", "").replace("inline", "").replace("constexpr", "").strip() in ("bool", "BOOL"):
+                    ret = fn.return_type.replace("static", "").replace("inline", "").replace("constexpr", "").strip()
+                    if ret in ("bool", "BOOL"):
                         self._helper_facts.setdefault(fn.name, (fn, sub))
+                    elif ret == "void" and fn.kind == "function" and _top_level_checks(fn):
+                        self._checker_facts.setdefault(fn.name, (fn, sub))
+        # void functions that validate their arguments (`check_size(n)` whose body is `TORCH_CHECK(n <= ...)`):
+        # a call to one bounds what it is passed, after the call
+        self.checker_names = frozenset(self._checker_facts)
 
     def tables_for(self, facts) -> FileTables:
         t = self._file_tables.get(id(facts))
@@ -117,6 +125,23 @@ class SemanticModel:
             if expr is not None:
                 got = (tuple(p.name for p in fn.params), expr, self.function(fn, facts))
         self.helpers[name] = got
+        return got
+
+
+    def checker(self, name: str):
+        """A void function whose top level only declares constants and checks its arguments (``TORCH_CHECK(size <=
+        kMax, ...)``, ``if (bad) { TORCH_CHECK(false, ...); }``): its parameters, the conditions every return from it
+        establishes (each with the statement it holds at), its model. None for anything else."""
+        if name in self.checkers:
+            return self.checkers[name]
+        got = None
+        entry = self._checker_facts.get(name)
+        if entry is not None:
+            fn, facts = entry
+            parts = _checker_conditions(fn)
+            if parts:
+                got = (tuple(p.name for p in fn.params), parts, self.function(fn, facts))
+        self.checkers[name] = got
         return got
 
 
@@ -619,7 +644,7 @@ class FunctionModel:
             self._bounds[stmt] = {}  # a check that (through locals) asks about its own statement proves nothing
             self._nesting += 1
             try:
-                conds = dominating_conditions(self.fn, stmt)
+                conds = dominating_conditions(self.fn, stmt, self.model.checker_names)
                 got = self._collect(conds, None)
                 if len(conds) > 1 and any(k.endswith("#bool") for k in got):
                     # a second pass: a disjunction one of whose arms the other checks refute proves its other arm
@@ -650,7 +675,7 @@ class FunctionModel:
         return self.key(n, stmt) + "#nonzero" in self.bounds(stmt)
 
     def conditions(self, stmt: int) -> list[Condition]:
-        return dominating_conditions(self.fn, stmt)
+        return dominating_conditions(self.fn, stmt, self.model.checker_names)
 
     def prove(self, node: Node, truth: bool, stmt: int, env: dict | None = None, depth: int = 0, known: dict | None = None) -> dict[str, Interval]:
         """What ``node`` being ``truth`` proves: value key -> interval. With ``known`` (what holds anyway), an arm of
@@ -729,6 +754,17 @@ class FunctionModel:
                 return {}
             sub_env = {p: (self, a, stmt) for p, a in zip(params, n.args)}
             return callee.prove(expr, True, -1, sub_env, depth + 1)
+        c = self.model.checker(name) if name in self.model.checker_names and n.receiver is None else None
+        if c is not None:
+            params, parts, callee = c
+            if callee is self or len(n.args) > len(params):
+                return {}
+            sub_env = {p: (self, a, stmt) for p, a in zip(params, n.args)}
+            out: dict[str, Interval] = {}
+            for node, at in parts:
+                for key, iv in callee.prove(node, True, at, sub_env, depth + 1).items():
+                    out[key] = iv if key not in out else out[key].meet(iv)
+            return out
         return {}
 
     def _compare(self, left: Node, op: str, right: Node, stmt: int, env, depth: int) -> dict[str, Interval]:
@@ -763,7 +799,14 @@ class FunctionModel:
         yield self.key(n, stmt, env=env), iv
         if depth > _MAX_DEPTH or iv.hi is None:
             return
-        if n.kind == "id" and not (env and n.op in env):
+        if n.kind == "id" and env and n.op in env:
+            # a helper's parameter: what the caller passed for it, in the caller (`check(a * b)` bounds `a`, `b`)
+            caller, arg, at = env[n.op]
+            for key, bound in caller._decompose(arg, iv, at, None, depth + 1):
+                if key != self.key(n, stmt, env=env):
+                    yield key, bound
+            return
+        if n.kind == "id":
             o, at = self.origin(n, stmt)
             if o is not n:
                 yield from self._decompose(o, iv, at, env, depth + 1)
@@ -910,7 +953,8 @@ class FunctionModel:
             if cond.how == "loop":
                 continue
             proved = self.prove(cond.node, cond.truth, cond.stmt)
-            if want in proved:
+            if want in proved or not any(iv.hi is not None and iv.hi < (1 << 62) and not k[:1].isdigit() for k, iv in proved.items()):
+                # it bounds the value, or it bounds nothing from above (`TORCH_CHECK(x.is_mps())`, `k > 0`): no near miss
                 continue
             if names & identifiers(cond.node):
                 return cond
@@ -948,6 +992,42 @@ def _bool_literal(n: Node | None) -> bool | None:
 
 def _synthetic(kind: str, op: str, kids: tuple, at: Node) -> Node:
     return Node(kind, op, "", kids, at.start, at.end, "")
+
+
+def _top_level_checks(fn: Function) -> bool:
+    """``fn`` has a ``TORCH_CHECK``-style call at its top level or one level down (cheap test before summarising it)."""
+    from .guards import CHECKS
+
+    return any(len(s.parents) <= 1 and s.kind == "expression_statement" and s.tree is not None and s.tree.kind == "call"
+               and s.tree.op in CHECKS for s in fn.stmts)
+
+
+def _checker_conditions(fn: Function) -> list[tuple[Node, int]] | None:
+    """The conditions a validating void function establishes on every path that returns from it: its top-level
+    checks' conditions and the negations of `if (c) { TORCH_CHECK(false, ...) / throw }` (each with its statement).
+    None when its top level does anything else (a loop, a plain call, an early return: not every path checks)."""
+    from .guards import CHECKS
+
+    st = fn.stmts
+    parts: list[tuple[Node, int]] = []
+    for i, s in enumerate(st):
+        if s.parents:
+            continue
+        if s.kind == "declaration":
+            continue  # local constants (`constexpr int64_t kMax = ...`), read by the checks
+        if s.kind == "expression_statement" and s.tree is not None and s.tree.kind == "call" and s.tree.op in CHECKS and s.tree.args:
+            if _bool_literal(s.tree.args[0]) is False:
+                return None  # an unconditional failure: the function never returns
+            parts.append((s.tree.args[0], i))
+            continue
+        if s.kind == "if_statement" and s.tree is not None:
+            inner = [k for k, x in enumerate(st) if x.parents[:1] == (i,)]
+            body = [st[k] for k in inner if len(st[k].parents) == 1]
+            if len(body) == 1 and body[0].branch == "then" and body[0].text.lstrip().startswith(("throw", "TORCH_CHECK(false", "AT_ERROR")):
+                parts.append((_synthetic("unary", "!", (s.tree,), s.tree), i))
+                continue
+        return None
+    return parts or None
 
 
 def _helper_expression(fn: Function) -> Node | None:

@@ -302,3 +302,47 @@ def test_reads_in_calls_declarations_blocks_macros_and_assignments_count():
 
 def test_a_member_or_a_longer_name_is_not_a_read():
     assert not _read("uint32_t n = t.numel();\nauto a = p.n;\nauto nn = 1;", "n")
+
+
+# ---------------------------------------------------------------- validating void helpers (checkers)
+_CHECKER = (
+    "static void check_fits(int64_t size, const char* name) {\n"
+    "  constexpr int64_t kMax = 2147483647LL;\n"
+    "  TORCH_CHECK(size <= kMax, name, \" exceeds int32\");\n"
+    "}\n"
+)
+
+
+def test_a_checker_call_bounds_what_it_is_passed_and_each_size_factor():
+    fm = _fm("check_fits(t.size(0) * t.size(1), \"rows\");\nauto probe = t.size(1);", pre=_CHECKER)
+    assert _hi(fm) == INT32_MAX
+    fm = _fm("check_fits(n, \"n\");\nauto probe = n;", pre=_CHECKER)
+    assert _hi(fm) == INT32_MAX
+
+
+def test_a_checker_does_not_bound_before_the_call_or_another_value():
+    fm = _fm("auto probe = t.size(1);\ncheck_fits(t.size(1), \"rows\");", pre=_CHECKER)
+    assert _hi(fm) != INT32_MAX
+    fm = _fm("check_fits(t.size(0), \"rows\");\nauto probe = t.size(1);", pre=_CHECKER)
+    assert _hi(fm) != INT32_MAX
+
+
+def test_a_checker_with_a_failure_branch_is_summarised_by_its_negation():
+    pre = "static void check_small(int64_t k) {\n  if (k > 4096) {\n    TORCH_CHECK(false, \"too big\");\n  }\n}\n"
+    fm = _fm("check_small(n);\nauto probe = n;", pre=pre)
+    assert _hi(fm) == 4096
+
+
+def test_a_void_function_that_does_more_than_check_is_not_a_checker():
+    # an early return skips the check on some path; a loop or a plain call makes it more than a validator
+    for body in ("  if (size == 0) return;\n  TORCH_CHECK(size <= 1024);\n",
+                 "  for (int i = 0; i < 2; i++) {}\n  TORCH_CHECK(size <= 1024);\n",
+                 "  log(size);\n  TORCH_CHECK(size <= 1024);\n"):
+        pre = "static void maybe_check(int64_t size) {\n" + body + "}\n"
+        fm = _fm("maybe_check(n);\nauto probe = n;", pre=pre)
+        assert _hi(fm) != 1024, body
+
+
+def test_a_checker_call_inside_a_branch_does_not_dominate_the_other_path():
+    fm = _fm("if (flag) {\n  check_fits(n, \"n\");\n}\nauto probe = n;", pre=_CHECKER)
+    assert _hi(fm) != INT32_MAX
