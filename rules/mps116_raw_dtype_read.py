@@ -28,6 +28,9 @@ torch::Tensor scale(const torch::Tensor& x) {
   TORCH_CHECK(x.is_contiguous(), "scale: expected a contiguous tensor");
 ```
 
+Not flagged: a tensor the op converts itself (`x.to(at::kHalf)`, also in both arms of a `?:` such as
+`has_bias ? bias->to(kHalf).contiguous() : at::empty({1}, opts.dtype(kHalf))`).
+
 ## How to fix
 Check the dtype (and contiguity) with `TORCH_CHECK` before binding, convert (`x.to(at::kFloat).contiguous()`),
 or instantiate the kernel per dtype and pick it by `x.scalar_type()`.
@@ -87,6 +90,8 @@ class RawDtypeRead(Rule):
         origin = extflow.tensor_origin(fn, t, site.span.start)
         if origin.fresh and not origin.converted:
             return  # allocated like another tensor (`empty_like(a)`): that tensor's binding is the one to judge
+        if origin.converted:
+            return  # converted to a dtype in the op (`x.to(at::kHalf)`, or allocated with one): its type is known
         if origin.root in seen or extflow.tensor_checked(graph, impl, fn, origin, "dtype"):
             return
         seen.add(origin.root)

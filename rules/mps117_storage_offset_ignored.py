@@ -4,7 +4,8 @@ Flags `[enc setBuffer:getMTLBufferStorage(t) offset:o atIndex:k]` whose offset d
 binding at `t`'s first element:
 - `offset:0` for a tensor that may be a view (a parameter, or derived from one: `.contiguous()` and
   `.view()` keep the storage offset of a tensor that already was contiguous); tensors allocated in the
-  function (`at::empty`, `torch::zeros`, `empty_like`), or passed in freshly allocated by every caller in
+  function (`at::empty`, `torch::zeros`, `empty_like`, the result of an op that always allocates such as
+  `index_select`, `masked_select`, `argsort`, `mm`), or passed in freshly allocated by every caller in
   the tree, start at offset 0 and are not flagged;
 - an offset taken from another tensor (`offset:a.storage_offset() * ...` when binding `b`);
 - `offset:t.storage_offset()` without the element size: `storage_offset()` counts elements, `setBuffer:offset:`

@@ -20,6 +20,9 @@ _FRESH = re.compile(
     r"|\.\s*(?:new_empty|new_zeros|new_ones|new_full)\s*\("
 )
 _VIEWING = ("contiguous", "view", "reshape", "flatten", "squeeze", "unsqueeze", "expect_contiguous", "to", "type", "toType", "detach", "narrow", "select", "slice", "transpose", "permute", "t", "expand", "as_strided", "clone")
+# methods that always return a newly allocated tensor (storage offset 0), unlike the views above
+_ALLOCATING = ("index_select", "masked_select", "nonzero", "argsort", "matmul", "mm", "bmm", "cumsum", "cumprod",
+               "repeat", "repeat_interleave", "tril", "triu", "flip", "roll", "gather")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -80,6 +83,9 @@ def tensor_origin(fn: Function, expr: str, at: int | None = None, depth: int = 6
         else:
             break
         if method is not None:
+            if method in _ALLOCATING:
+                fresh = True  # `x.index_select(0, idx)`: a new tensor, whatever `x` is
+                break
             if method not in _VIEWING:
                 break
             contiguous = contiguous or method in ("contiguous", "expect_contiguous")
@@ -93,6 +99,16 @@ def tensor_origin(fn: Function, expr: str, at: int | None = None, depth: int = 6
         if init is None:
             break
         init = init.strip()
+        arms = _ternary_arms(init)
+        if arms is not None:
+            # `c ? a.to(kHalf).contiguous() : at::empty(..., kHalf)`: what holds for both arms holds for the local
+            a, b = (_arm_origin(fn, x, at, depth) for x in arms)
+            fresh = a.fresh and b.fresh
+            contiguous = contiguous or (a.contiguous and b.contiguous)
+            converted = converted or (a.converted and b.converted)
+            if not fresh:
+                names.extend(n for n in (a if not a.fresh else b).names if n not in names)
+            break
         if _FRESH.search(init):
             fresh = True
             converted = converted or bool(re.search(r"dtype|\bk[A-Z]\w+|ScalarType", init))
@@ -103,6 +119,34 @@ def tensor_origin(fn: Function, expr: str, at: int | None = None, depth: int = 6
         cur = init
     root = names[-1] if names else expr.strip()
     return Origin(tuple(names) or (expr.strip(),), root, fresh, contiguous, converted, follows)
+
+
+def _arm_origin(fn: Function, expr: str, at: int | None, depth: int) -> "Origin":
+    """The origin of one arm of a ternary: an allocation expression itself is fresh (and converted when it names
+    a dtype); anything else is followed like a local."""
+    if _FRESH.search(expr):
+        return Origin((expr,), expr, True, False, bool(re.search(r"dtype|\bk[A-Z]\w+|ScalarType", expr)))
+    return tensor_origin(fn, expr, at, depth)
+
+
+def _ternary_arms(expr: str) -> tuple[str, str] | None:
+    """The two arms of a top-level `c ? a : b` (outside brackets and strings), or None."""
+    depth, q, colon = 0, None, None
+    for i, ch in enumerate(expr):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch in "\"'":
+            return None  # a string literal in the initialiser: not a tensor ternary worth splitting
+        elif depth == 0 and ch == "?" and q is None:
+            q = i
+        elif depth == 0 and ch == ":" and q is not None and expr[i - 1:i + 1] != "::" and expr[i:i + 2] != "::":
+            colon = i
+            break
+    if q is None or colon is None:
+        return None
+    return expr[q + 1:colon].strip(), expr[colon + 1:].strip()
 
 
 def _last_method(expr: str) -> tuple[str, str, str] | None:
