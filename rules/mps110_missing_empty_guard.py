@@ -35,7 +35,9 @@ Launches through `lib.exec_unary_kernel` / `exec_binary_kernel` / `exec_*_kernel
 those skip empty iterators themselves. Not flagged either: constant-sized grids (also through locals
 such as `MTLSize grid = MTLSizeMake(1, 1, 1);`), launches inside a loop that skips empty inputs with
 `continue` or runs only while `n > 0`, and functions handed to other code as a value (a template
-argument, a function pointer), whose callers cannot be seen. Outside `native/mps`, a function with no tensor
+argument, a function pointer), whose callers cannot be seen. A function bound as an operator or a Python
+function (`m.impl("op", TORCH_FN(fn))`, `m.def("op", &fn)` in `TORCH_LIBRARY`/`PYBIND11_MODULE`) is an entry
+point, reached with any input, `static` or not. Outside `native/mps`, a function with no tensor
 in scope (stream code replaying launches it recorded earlier) is not checked, unless it asks for a kernel by
 name itself (`newFunctionWithName:`, a pipeline getter: an extension's launch helper taking sizes, not tensors).
 
@@ -55,7 +57,7 @@ from mpslint.semantic import hostflow as hf
 from mpslint.semantic.core_callers import empty_checked_by_core
 from mpslint.model import Severity
 from mpslint.rule import Rule
-from mpslint.semantic.expressions import strip_parens
+from mpslint.semantic.expressions import strip_parens, walk
 from mpslint.semantic.model import semantic_model
 
 _OPS_PATH = re.compile(r"(?:^|/)native/mps/(?:operations/)?[^/]+\.(?:mm|cpp|h)$")
@@ -71,8 +73,19 @@ def _has_tensor(fn) -> bool:
 
 
 
-def _early_return(fn) -> str:
-    """The early return that compiles in ``fn``: a bare `return;` in a void function, the output parameter in one
+def _sized_by(launch) -> list[str]:
+    """The locals or parameters whose `.numel()` sizes the launch (`MTLSizeMake(out.numel(), 1, 1)`: `out`)."""
+    out: list[str] = []
+    for a in launch.args:
+        for n in walk(a.tree) if a.tree is not None else ():
+            r = strip_parens(n.receiver) if n.kind == "call" and n.op == "numel" and n.receiver is not None else None
+            if r is not None and r.kind == "id" and r.op not in out:
+                out.append(r.op)
+    return out
+
+
+def _early_return(fn, launch) -> str:
+    """The early return that compiles in ``fn``: a bare `return;` in a void function, the output tensor in one
     returning a tensor, and for a helper returning something else (a buffer, a flag) the callers' guard."""
     ret = (fn.return_type or "").replace("static", "").replace("inline", "").strip()
     if fn.kind == "impl_func" or ret in ("", "void"):
@@ -81,6 +94,9 @@ def _early_return(fn) -> str:
         outs = [p.name for p in fn.params if p.name and "const" not in p.type and p.type.replace(" ", "").endswith("Tensor&")]
         if len(outs) == 1:
             return f"return early with `if ({outs[0]}.numel() == 0) {{ return {outs[0]}; }}` before the launch."
+        local = [n for n in _sized_by(launch) if any(d.name == n for d in fn.decls)]
+        if len(local) == 1:
+            return f"return early with `if ({local[0]}.numel() == 0) {{ return {local[0]}; }}` before the launch."
         return "return the (empty) result early when the input has no elements, before the launch."
     if ret.startswith(("std::tuple<", "tuple<")) and "Tensor" in ret:
         return "return the (empty) outputs early once they are allocated (`return {out, ...};`), before the launch."
@@ -160,5 +176,5 @@ class MissingEmptyGuard(Rule):
                     path,
                     launch.span,
                     f"`{launch.name}` sized by `{size}` is reachable with an empty tensor (a zero-sized grid fails Metal "
-                    f"validation); {_early_return(fn)}",
+                    f"validation); {_early_return(fn, launch)}",
                 )

@@ -175,9 +175,32 @@ def _call_sites(hosts) -> dict[str, list[tuple[str, Function, Call]]]:
     return out
 
 
+_BINDERS = ("def", "impl", "def_static")
+
+
 def registered_functions(hosts) -> set[str]:
-    """Functions registered on a dispatch stub (called by the dispatcher, not by project code)."""
-    return {r.function for facts in hosts.values() for r in facts.stub_registrations}
+    """Functions called from outside the project's code: registered on a dispatch stub (the dispatcher calls
+    them), or bound as an operator or a Python function (`m.impl("op", &fn)`, `m.impl("op", TORCH_FN(fn))`,
+    `m.def("op", &fn)` in `TORCH_LIBRARY`/`PYBIND11_MODULE`): entry points, reached with any input."""
+    return _once_per_hosts("registered", hosts, _registered_functions)
+
+
+def _registered_functions(hosts) -> set[str]:
+    out = {r.function for facts in hosts.values() for r in facts.stub_registrations}
+    names = {short_name(fn.name) for facts in hosts.values() for fn in facts.functions}
+    for facts in hosts.values():
+        for fn in facts.functions:
+            for c in fn.calls:
+                if c.name not in _BINDERS or not c.receiver or len(c.args) < 2:
+                    continue
+                for a in c.args[1:]:
+                    t = a.text.strip()
+                    if t.startswith("TORCH_FN(") and t.endswith(")"):
+                        t = t[len("TORCH_FN("):-1].strip()
+                    t = t.lstrip("&").strip().split("::")[-1]
+                    if t in names:
+                        out.add(t)
+    return out
 
 
 def registered_stubs(hosts) -> dict[str, set[str]]:
