@@ -74,6 +74,10 @@ kernel void gather_rows(device float* out [[buffer(0)]],
 }
 ```
 
+A kernel in a `.metal` file is not judged when every host function that asks for it compiles its own copy
+embedded in its file (`newLibraryWithSource:` of a string in the same `.mm`): that copy is what runs, and it is
+judged instead.
+
 ## How to fix
 Compute offsets in `long` (Metal's 64-bit integer): declare the offset `long`, pass sizes and
 strides as `long`/`int64_t`, or cast one operand before multiplying (`long(i) * stride`). If the host
@@ -100,6 +104,22 @@ W32, W64, CONST = "w32", "w64", "const"
 _SMALL_VALUE = 1 << 16
 
 _SPACES = ("device", "constant")
+
+
+def _launched_elsewhere(graph, mops, path: str) -> bool:
+    """Every host function that asks for one of ``mops`` by name lives in a file that embeds its own copy of that
+    kernel (`newLibraryWithSource:` of a string in the same `.mm`), and ``path`` is another file: this copy (a
+    `kernels/*.metal` left beside the embedded source) is not what runs."""
+    impls = launchers(graph, mops)
+    if not impls:
+        return False
+    for impl in impls:
+        host = graph.attrs(impl).get("path")
+        if host is None or host == path:
+            return False
+        if not any(kp == host for mop in mops for kp, _k in graph.attrs(mop).get("kernels", [])):
+            return False
+    return True
 
 
 class _Env:
@@ -219,6 +239,8 @@ class NarrowOffsetArithmetic(Rule):
                     note = "no MPS operation source was linted with this file to show a bound"
                 else:
                     mops = frozenset(calls.ops_reaching(fn.name))
+                    if _launched_elsewhere(graph, mops, src.path):
+                        continue  # every launcher compiles its own embedded copy of the kernel, not this file's
                     if mops not in verdicts:
                         verdicts[mops] = _unbounded_launch(graph, model, hosts, mops, dead)
                     note = verdicts[mops]
