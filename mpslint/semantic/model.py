@@ -770,7 +770,8 @@ class FunctionModel:
     def _compare(self, left: Node, op: str, right: Node, stmt: int, env, depth: int) -> dict[str, Interval]:
         out: dict[str, Interval] = {}
         for x, o, c in ((left, op, right), (right, _FLIP[op], left)):
-            cr = self.range(c, stmt, 0, env, guards=False)
+            # the other side as the checks before this one bound it (`if (n < 8) for (...; r < n; ...)`: r < 8)
+            cr = self.range(c, stmt, 0, env, guards=env is None)
             iv = None
             if o in ("<=", "<", "==") and cr.hi is not None:
                 iv = Interval(None, cr.hi - (1 if o == "<" else 0))

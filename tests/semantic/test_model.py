@@ -346,3 +346,9 @@ def test_a_void_function_that_does_more_than_check_is_not_a_checker():
 def test_a_checker_call_inside_a_branch_does_not_dominate_the_other_path():
     fm = _fm("if (flag) {\n  check_fits(n, \"n\");\n}\nauto probe = n;", pre=_CHECKER)
     assert _hi(fm) != INT32_MAX
+
+
+def test_a_comparison_uses_what_earlier_checks_proved_about_its_other_side():
+    # `m < n` where an enclosing check keeps `n < 8`: m <= 6
+    fm = _fm("auto m = t.size(0);\nif (n < 8) {\n  if (m < n) {\n    auto probe = m;\n  }\n}")
+    assert _hi(fm) == 6
