@@ -9,8 +9,7 @@ call: a function-local `static`, a member or global (`lib = ...` in a constructo
 
 Not flagged: setup behind a run-once guard, an `if (flag) return ...;` at the top of the function whose flag
 outlives the call (a member, a global, a `static`) and that the function sets to `true` after the setup
-(`Ctx& c = ctx(); if (c.initialised) return true; ... c.initialised = true;`), or the setup inside
-`if (!flag) { ...; flag = true; }`, and a member written through a
+(`Ctx& c = ctx(); if (c.initialised) return true; ... c.initialised = true;`), and a member written through a
 local reference or pointer to a long-lived object (`c.pso = [...]` with `Ctx& c = ctx();`). A flag that is a
 plain local, or one nothing sets, guards nothing.
 
@@ -99,18 +98,6 @@ def _run_once(fn, call) -> bool:
         if not body or body[-1].kind != "return_statement" or not _owner_outlives_call(fn, flag):
             continue
         if any(a.lhs.strip() == flag and a.op == "=" and a.rhs.text.strip() == "true" and a.span.start > call.span.start for a in fn.assigns):
-            return True
-    # the setup inside `if (!flag) { ...; flag = true; }`
-    at = fn.stmt_of(call.span.start)
-    for anc in fn.stmts[at].parents if at >= 0 else ():
-        st = fn.stmts[anc]
-        t = st.tree
-        if st.kind != "if_statement" or t is None or t.kind != "unary" or t.op != "!" or not t.kids or t.kids[0].kind not in ("id", "member"):
-            continue
-        flag = t.kids[0].text.strip()
-        inside = [k for k, x in enumerate(fn.stmts) if anc in x.parents]
-        if _owner_outlives_call(fn, flag) and any(a.lhs.strip() == flag and a.op == "=" and a.rhs.text.strip() == "true"
-                                                  and a.stmt in inside for a in fn.assigns):
             return True
     return False
 
