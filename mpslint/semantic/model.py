@@ -750,15 +750,15 @@ class FunctionModel:
         h = self.model.helper(name)
         if h is not None and n.receiver is None:
             params, expr, callee = h
-            if callee is self:
-                return {}
+            if callee is self or len(n.args) != len(params):
+                return {}  # a defaulted parameter would be judged in the helper's frame, under the caller's names
             sub_env = {p: (self, a, stmt) for p, a in zip(params, n.args)}
             return callee.prove(expr, True, -1, sub_env, depth + 1)
         c = self.model.checker(name) if name in self.model.checker_names and n.receiver is None else None
         if c is not None:
             params, parts, callee = c
-            if callee is self or len(n.args) > len(params):
-                return {}
+            if callee is self or len(n.args) != len(params):
+                return {}  # a defaulted parameter would be judged in the helper's frame, under the caller's names
             sub_env = {p: (self, a, stmt) for p, a in zip(params, n.args)}
             out: dict[str, Interval] = {}
             for node, at in parts:

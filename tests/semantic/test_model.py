@@ -352,3 +352,10 @@ def test_a_comparison_uses_what_earlier_checks_proved_about_its_other_side():
     # `m < n` where an enclosing check keeps `n < 8`: m <= 6
     fm = _fm("auto m = t.size(0);\nif (n < 8) {\n  if (m < n) {\n    auto probe = m;\n  }\n}")
     assert _hi(fm) == 6
+
+
+def test_a_checker_called_with_a_defaulted_parameter_proves_nothing_under_the_callers_names():
+    # the check on the helper's defaulted `n` is not about the caller's own `n`
+    pre = "static void check_cap(int64_t size, int64_t n = 8) {\n  TORCH_CHECK(n <= 1024);\n}\n"
+    fm = _fm("check_cap(t.size(0));\nauto probe = n;", pre=pre)
+    assert _hi(fm) != 1024
