@@ -97,29 +97,13 @@ from mpslint.semantic.expressions import identifiers, strip_parens, walk
 from mpslint.semantic.model import semantic_model
 from mpslint.families import operation_sources
 from mpslint.semantic.launch_bindings import launch_param_ranges
-from mpslint.semantic.launchflow import MetalCallIndex, index_range_evidence, launchers
+from mpslint.semantic.launchflow import MetalCallIndex, index_range_evidence, launched_elsewhere, launchers
 from mpslint.semantic.metalflow import metal_sources
 
 W32, W64, CONST = "w32", "w64", "const"
 _SMALL_VALUE = 1 << 16
 
 _SPACES = ("device", "constant")
-
-
-def _launched_elsewhere(graph, mops, path: str) -> bool:
-    """Every host function that asks for one of ``mops`` by name lives in a file that embeds its own copy of that
-    kernel (`newLibraryWithSource:` of a string in the same `.mm`), and ``path`` is another file: this copy (a
-    `kernels/*.metal` left beside the embedded source) is not what runs."""
-    impls = launchers(graph, mops)
-    if not impls:
-        return False
-    for impl in impls:
-        host = graph.attrs(impl).get("path")
-        if host is None or host == path:
-            return False
-        if not any(kp == host for mop in mops for kp, _k in graph.attrs(mop).get("kernels", [])):
-            return False
-    return True
 
 
 class _Env:
@@ -239,7 +223,7 @@ class NarrowOffsetArithmetic(Rule):
                     note = "no MPS operation source was linted with this file to show a bound"
                 else:
                     mops = frozenset(calls.ops_reaching(fn.name))
-                    if _launched_elsewhere(graph, mops, src.path):
+                    if launched_elsewhere(graph, mops, src.path):
                         continue  # every launcher compiles its own embedded copy of the kernel, not this file's
                     if mops not in verdicts:
                         verdicts[mops] = _unbounded_launch(graph, model, hosts, mops, dead)

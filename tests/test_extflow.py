@@ -60,3 +60,20 @@ def test_buffer_storage_arg():
 def test_queue_blocks():
     assert extflow.in_queue(("dispatch_sync",)) and extflow.in_queue(("at::mps::dispatch_sync_with_rethrow",))
     assert not extflow.in_queue(("dispatch_once",)) and not extflow.in_queue(())
+
+
+def test_launched_kernels_prefers_the_copy_the_host_file_embeds():
+    # the host compiles the kernel from a string in its own file; a `.metal` copy beside it is not what runs
+    from pathlib import Path
+
+    from mpslint.engine import LintOptions, lint
+
+    root = Path(__file__).resolve().parent.parent / "fixtures" / "ext" / "embed_ext"
+    res = lint(LintOptions(paths=[str(root)], select=["MTL204"], cwd=root))
+    graph = res.project.graph
+    (impl,) = [n for n in graph.nodes("impl") if n.endswith(":ee_pipeline")]  # asks for `ee_rows` by name
+    kernels = extflow.launched_kernels(graph, impl)
+    host = graph.attrs(impl)["path"]
+    copies = [p for mop in graph.nodes("mop") for p, _k in graph.attrs(mop).get("kernels", []) if graph.attrs(mop)["name"] == "ee_rows"]
+    assert len(copies) == 2 and host in copies  # both copies are in the tree
+    assert len(kernels) == 1 and kernels[0] in [k for mop in graph.nodes("mop") for p, k in graph.attrs(mop).get("kernels", []) if p == host]

@@ -246,8 +246,10 @@ def host_launches(graph):
 
 def launched_kernels(graph, impl: str) -> list:
     """Metal ``Kernel`` facts that the function's kernel-name references select (by ``[[host_name]]`` or by the
-    kernel's own name); [] when it asks for none or the names select nothing."""
+    kernel's own name); [] when it asks for none or the names select nothing. A kernel the host's own file embeds
+    (compiled from a string there) is the one it launches: copies of it in other files are left out."""
     out = []
+    host = graph.attrs(impl).get("path")
     for kid in graph.out(impl, "launches"):
         ref = graph.attrs(kid)["ref"]
         if ref.kind != "host_name":
@@ -257,7 +259,9 @@ def launched_kernels(graph, impl: str) -> list:
             ma = graph.attrs(mop)
             named = any(rx.match(hn) for _p, reg in ma.get("registrations", []) for hn in reg.host_names)
             if named or rx.match(ma["name"]):
-                for _p, k in ma.get("kernels", []):
+                kernels = ma.get("kernels", [])
+                own = [(p, k) for p, k in kernels if p == host]
+                for _p, k in own or kernels:
                     if k not in out:
                         out.append(k)
     return out

@@ -101,6 +101,22 @@ def launchers(graph, mops) -> list[str]:
     return out
 
 
+def launched_elsewhere(graph, mops, path: str) -> bool:
+    """Every host function that asks for one of ``mops`` by name lives in a file that embeds its own copy of that
+    kernel (`newLibraryWithSource:` of a string in the same `.mm`), and ``path`` is another file: this copy (a
+    `kernels/*.metal` left beside the embedded source) is not what runs."""
+    impls = launchers(graph, mops)
+    if not impls:
+        return False
+    for impl in impls:
+        host = graph.attrs(impl).get("path")
+        if host is None or host == path:
+            return False
+        if not any(kp == host for mop in mops for kp, _k in graph.attrs(mop).get("kernels", [])):
+            return False
+    return True
+
+
 def index_range_evidence(graph, model, hosts, impl: str, depth: int = 2) -> Evidence | None:
     """What keeps the launch in ``impl`` within 32 bits (or None): a ``with_32bit_indexing()`` split in it or a
     helper it calls, or a check the model proves to bound a size below 2^32 that holds where it matters -- at the
