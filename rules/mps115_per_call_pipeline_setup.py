@@ -51,6 +51,7 @@ from __future__ import annotations
 import re
 
 from mpslint.semantic import extflow
+from mpslint.semantic.expressions import strip_parens
 from mpslint.model import Severity
 from mpslint.rule import Rule
 
@@ -93,7 +94,7 @@ def _run_once(fn, call) -> bool:
             break
         if st.kind != "if_statement" or st.parents or st.tree is None or st.tree.kind not in ("id", "member"):
             continue
-        flag = st.text[st.text.find("(") + 1: st.text.rfind(")")].strip()
+        flag = strip_parens(st.tree).text.strip()
         body = [t for t in fn.stmts[i + 1:] if t.parents and t.parents[0] == i]
         if not body or body[-1].kind != "return_statement" or not _owner_outlives_call(fn, flag):
             continue

@@ -43,15 +43,30 @@ from __future__ import annotations
 import re
 
 from mpslint.semantic import extflow
+from mpslint.semantic.expressions import int_literal, strip_parens
 from mpslint.model import Severity
 from mpslint.rule import Rule
 
 _ZERO = re.compile(r"\s*0+\s*[uUlL]*\s*")
 _OFFSET_OF = re.compile(r"([A-Za-z_]\w*)\s*(?:\.|->)\s*storage_offset\s*\(\s*\)")
 _BYTES = re.compile(r"element_size\s*\(|itemsize\s*\(|\bsizeof\s*\(|nbytes")
-# `t.storage_offset() * 4` or `4 * t.storage_offset()`: the offset scaled by a literal element size
-_SCALED = re.compile(r"(?:[A-Za-z_]\w*\s*(?:\.|->)\s*storage_offset\s*\(\s*\)\s*\*\s*\(?\s*(\d+)\s*\)?"
-                     r"|\(?\s*(\d+)\s*\)?\s*\*\s*[A-Za-z_]\w*\s*(?:\.|->)\s*storage_offset\s*\(\s*\))")
+
+
+def _literal_factor(tree) -> tuple[bool, int | None]:
+    """(the offset is `t.storage_offset()` alone or times an integer literal, that literal or None), read from
+    the offset's expression tree: `x.storage_offset() * 4`, `4 * x.storage_offset()`."""
+    n = strip_parens(tree) if tree is not None else None
+    if n is None:
+        return False, None
+    if n.kind == "call" and n.op == "storage_offset":
+        return True, None
+    if n.kind == "binary" and n.op == "*" and len(n.kids) == 2:
+        for a, b in (n.kids, n.kids[::-1]):
+            a, b = strip_parens(a), strip_parens(b)
+            lit = int_literal(b.text) if b.kind == "int" else None
+            if a.kind == "call" and a.op == "storage_offset" and lit is not None:
+                return True, lit[0]
+    return False, None
 
 
 class StorageOffsetIgnored(Rule):
@@ -78,7 +93,7 @@ class StorageOffsetIgnored(Rule):
                     if scalars is None:  # what the launched kernels read at each slot, once per function
                         scalars = extflow.fixed_slot_scalars(extflow.launched_kernels(ctx.graph, impl))
                     reads = scalars.get(b[0])
-                    problem = self._problem(ctx.graph, impl, fn, t, b[2], call.span.start, reads)
+                    problem = self._problem(ctx.graph, impl, fn, t, b[2], call.span.start, reads, call.args[1].tree)
                     if problem:
                         yield ctx.finding(self, path, call.args[1].span, problem)
 
@@ -100,7 +115,7 @@ class StorageOffsetIgnored(Rule):
                     seen = True
         return seen
 
-    def _problem(self, graph, impl: str, fn, t: str, off: str, at: int, reads=None) -> str | None:
+    def _problem(self, graph, impl: str, fn, t: str, off: str, at: int, reads=None, off_tree=None) -> str | None:
         origin = extflow.tensor_origin(fn, t, at)
         fix = f"`offset:{t}.storage_offset() * {t}.element_size()`"
         if _ZERO.fullmatch(off):
@@ -118,11 +133,10 @@ class StorageOffsetIgnored(Rule):
             # a literal element size is a byte count: `x.storage_offset() * 4` for a kernel reading `float*`; with
             # no factor the offset is right for a kernel reading one-byte elements (`uchar*`)
             size = extflow.SCALAR_BYTES.get(reads[2]) if reads else None
-            m = _SCALED.fullmatch(off.strip())
-            factor = int(m.group(1) or m.group(2)) if m else None
+            plain, factor = _literal_factor(off_tree)
             if factor is not None and (size is None or factor == size):
                 return None
-            if factor is None and m is None and size == 1 and _OFFSET_OF.fullmatch(off.strip()):
+            if plain and factor is None and size == 1:
                 return None
             if factor is not None:
                 return (f"`{off}` scales the offset by {factor}, but the kernel reads `{t}` as `{reads[2]}` ({size} bytes; "
