@@ -52,7 +52,7 @@ from mpslint.semantic import extflow
 from mpslint.model import Severity
 from mpslint.rule import Rule
 
-_SCALAR = re.compile(r"^(?:const\s+)?(float|half|bfloat|int|uint|short|ushort|char|uchar|long|ulong|bool|int32_t|uint32_t|int64_t|int16_t|int8_t|uint8_t)\s*\*$")
+_SCALAR = extflow.SCALAR_POINTER  # `float*`, `const half*`: one fixed element type
 
 
 class RawDtypeRead(Rule):

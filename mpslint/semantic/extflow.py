@@ -267,7 +267,8 @@ def launched_kernels(graph, impl: str) -> list:
     return out
 
 
-_SLOT_SCALAR = re.compile(r"^(?:const\s+)?(float|half|bfloat|int|uint|short|ushort|char|uchar|long|ulong|bool|int32_t|uint32_t|int64_t|int16_t|int8_t|uint8_t)\s*\*$")
+# a pointer to one fixed scalar type (`device float*`, `const half*`), the type captured
+SCALAR_POINTER = re.compile(r"^(?:const\s+)?(float|half|bfloat|int|uint|short|ushort|char|uchar|long|ulong|bool|int32_t|uint32_t|int64_t|int16_t|int8_t|uint8_t)\s*\*$")
 SCALAR_BYTES = {"float": 4, "half": 2, "bfloat": 2, "int": 4, "uint": 4, "short": 2, "ushort": 2, "char": 1, "uchar": 1,
                 "long": 8, "ulong": 8, "bool": 1, "int32_t": 4, "uint32_t": 4, "int64_t": 8, "int16_t": 2, "int8_t": 1,
                 "uint8_t": 1}
@@ -281,7 +282,7 @@ def fixed_slot_scalars(kernels) -> dict[int, tuple[str, str, str]]:
         return out
     for k in kernels:
         for b in k.buffers:
-            m = _SLOT_SCALAR.match(b.type.strip())
+            m = SCALAR_POINTER.match(b.type.strip())
             if not m:
                 continue
             prev = out.get(b.index)
