@@ -118,6 +118,10 @@ class DispatchGraph:
     def impls_of(self, fn_name: str) -> list[str]:
         return self.out("fn:" + fn_name, "implemented_by")
 
+    def dispatched_functions(self) -> set[str]:
+        """The functions native_functions.yaml dispatches MPS to (``dispatch: MPS: name``): operators, entry points."""
+        return {self.attrs(n).get("name", "") for n in self.nodes("fn")}
+
     def stub_registrations(self, stub: str) -> list[str]:
         return self.out("stub:" + stub, "registered_by")
 

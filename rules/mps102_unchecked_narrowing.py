@@ -51,6 +51,22 @@ bounds `small_path`'s `q.size(2)` when the argument has the shape of `query` (a 
 `clone()`, `to(...)`, or a `?:` of those). Every call must bound it; one caller up (a caller's own callers are not
 followed for this).
 
+**Flag parameters.** A helper that bounds a value unless its caller sets a `bool` parameter
+(`TORCH_CHECK(use_64bit_index || iter.can_use_32bit_indexing(), ...)`) is judged as its callers enter it: when
+every call in view passes the same literal (an omitted argument passes its default, from the definition or a
+prototype such as `bool use_64bit_index = false` in a header), the check is read with that value. A helper
+nothing in view calls is entered with each flag at its default, `false` when it has none: the mode no code in
+the tree asks for. Entry points (dispatched from `native_functions.yaml`, registered on a stub, bound with
+`m.def`/`m.impl`) are entered with any flag.
+
+**More memory than any Mac has.** A value computed from one size of the last two dimensions of a matrix the core
+caller makes square (`cholesky_stub`: `linalg_cholesky_ex` checks `squareCheckInputs(A)`; the table is
+`mpslint/semantic/core_callers.py`) is not reported when it passes the 32-bit limit only once that `N x N` matrix
+holds more elements than a Mac has bytes (512 GB): `nPairs = nBlocks * (nBlocks + 1) / 2` with
+`nBlocks = ceil(N / 32)` wraps at N = 2,965,825. The model finds that size by evaluating the value with the size
+held at one value (`FunctionModel.wrap_size`). `N * N` is still reported (it wraps at N = 65536: 16 GB of
+floats), and so is anything that also reads a batch size.
+
 A dimension computed from the sizes of tensors that a dominating check keeps addressable in 32 bits
 (`canUse32BitIndexMath(input)`, `input.numel() <= INT32_MAX`) is not reported: each of those sizes fits, and
 so does what the op derives from them in practice (an output width from an input width). Linear extents
@@ -87,10 +103,12 @@ from __future__ import annotations
 
 from mpslint.fixedits import include_edit
 from mpslint.semantic import hostflow as hf
+from mpslint.semantic.core_callers import square_inputs
 from mpslint.model import Fix, Severity
 from mpslint.rule import Rule, Setting
 from mpslint.semantic.expressions import identifiers, strip_parens, walk
 from mpslint.semantic.model import CHECKED, semantic_model
+from mpslint.semantic.ranges import Interval
 from mpslint.semantic.types import fits
 
 _FIXABLE = ("uint32_t", "int32_t", "int", "uint16_t", "int16_t")
@@ -125,6 +143,9 @@ class UncheckedNarrowing(Rule):
         sites = hf.call_sites(hosts)
         registered = hf.registered_functions(hosts)
         escaping = hf.escaping_functions(hosts)
+        stubs_of = hf.registered_stubs(hosts)
+        # operators native_functions.yaml dispatches to: entry points, entered with any flag
+        entries = registered | ctx.graph.dispatched_functions()
         for path in sorted(hosts):
             facts = hosts[path]
             has_include = any(i.header == "c10/util/TypeCast.h" for i in facts.includes)
@@ -132,7 +153,14 @@ class UncheckedNarrowing(Rule):
                 if hf.is_dead(fn, path, sites, registered, escaping):
                     continue  # a static function nothing calls: dead code, nothing to fix
                 callers = _Callers(model, hosts, sites, registered, escaping, path)
-                yield from self._check_fn(ctx, path, model.function(fn, facts), fn.name in sub_callees, has_include, facts.includes, callers)
+                # a helper's flag parameters as its callers set them: `TORCH_CHECK(use_64bit_index ||
+                # iter.can_use_32bit_indexing())` bounds `iter.numel()` where every call leaves the flag false
+                flags = hf.flag_arguments(fn, path, sites, entries, escaping, hosts)
+                fm = model.function(fn, facts, {k: Interval.point(int(v)) for k, v in flags.items()} or None)
+                # matrices the core caller makes square (`cholesky_stub`): a size of their last two dimensions
+                # comes with its square's worth of elements
+                square = {fn.params[i].name for i in square_inputs(stubs_of.get(hf.short_name(fn.name), set())) if i < len(fn.params)}
+                yield from self._check_fn(ctx, path, fm, fn.name in sub_callees, has_include, facts.includes, callers, square)
 
     @staticmethod
     def _every_use_bounded(fm, d, declared) -> bool:
@@ -149,7 +177,7 @@ class UncheckedNarrowing(Rule):
                 return False
         return True
 
-    def _check_fn(self, ctx, path, fm, is_subiter_callee, has_include, includes=(), callers=None):
+    def _check_fn(self, ctx, path, fm, is_subiter_callee, has_include, includes=(), callers=None, square=frozenset()):
         fn = fm.fn
         iters = set(hf.iter_params(fn))
         loops = hf.subiter_loops(fn)
@@ -181,6 +209,8 @@ class UncheckedNarrowing(Rule):
                 return None  # a dimension computed from tensors a check keeps addressable in 32 bits
             if callers is not None and callers.bound(fm, n, stmt, target):
                 return None  # every caller bounds what it passes: `if (q.size(2) <= 8) small_path(q)`
+            if square and _needs_more_than_memory(fm, n, stmt, target, square):
+                return None  # wraps only for a square matrix larger than any Mac's memory
             return extent, fm.near_miss(n, stmt)
 
         def message_tail(extent, miss, shown):
@@ -340,6 +370,25 @@ class _Callers:
             if r.lo is None or r.hi is None or not fits(r.lo, r.hi, target):
                 return False
         return True
+
+
+# the most unified memory a Mac ships with (Mac Studio, M3 Ultra: 512 GB), in bytes
+MAX_DEVICE_BYTES = 512 << 30
+
+
+def _needs_more_than_memory(fm, node, stmt, target, square) -> bool:
+    """``node`` is computed from one size of the last two dimensions of a matrix the core caller makes square, and
+    it passes ``target`` only once that size ``N`` makes the ``N x N`` matrix larger than any Mac's memory (at one
+    byte an element). `nPairs = nBlocks * (nBlocks + 1) / 2` with `nBlocks = ceil(N / 32)` wraps at N = 3e6: 9e12
+    elements."""
+    keys = fm.size_keys(node, stmt)
+    if not keys or len(keys) != 1:
+        return False
+    key = next(iter(keys))
+    if key not in {f"{p}.size({d})" for p in square for d in ("-1", "-2")}:
+        return False
+    n = fm.wrap_size(node, stmt, key, target.max())
+    return n is None or n * n > MAX_DEVICE_BYTES
 
 
 def _sized(fm, node, stmt) -> bool:

@@ -49,6 +49,11 @@ an early `return`/`TORCH_CHECK(false)` when it fails), and only for what it boun
 `iter.ndim()` is not a bound on the element count, and a check inside `if (strict) { ... }` does not
 cover the path where `strict` is false. A caller's check covers the call it dominates.
 
+A helper's `bool` parameter is read as its callers set it (see MPS102, "Flag parameters"):
+`TORCH_CHECK(trust_me || iter.can_use_32bit_indexing())` bounds the iterator where every call in view passes
+`false` (or omits a flag whose prototype defaults to `false`, or nothing in view calls the helper), and not where
+a call passes `true` or a run-time value.
+
 Guide: *Working with Large Tensors* — "Decompose via `iter.with_32bit_indexing()`".
 """
 
@@ -61,7 +66,7 @@ from mpslint.rule import Rule
 from mpslint.semantic.expressions import identifiers, strip_parens, walk
 from mpslint.semantic.guards import CHECKS
 from mpslint.semantic.model import semantic_model
-from mpslint.semantic.ranges import UINT32_MAX
+from mpslint.semantic.ranges import UINT32_MAX, Interval
 
 _ITER_USERS = ("bind_iter_tensors", "iter_tensor_offset", "generateKernelDataOffsets") + hf.BINDERS
 
@@ -80,6 +85,7 @@ class Missing32BitSplit(Rule):
         sites = hf.call_sites(hosts)
         registered = hf.registered_functions(hosts)
         escaping = hf.escaping_functions(hosts)
+        entries = registered | ctx.graph.dispatched_functions()
 
         model = semantic_model(ctx.project)
 
@@ -100,7 +106,10 @@ class Missing32BitSplit(Rule):
                 iters = hf.local_iterators(fn)
                 if not iters:
                     continue
-                fm = model.function(fn, hosts[path])
+                # a helper's flag parameters as its callers set them (`TORCH_CHECK(use_64bit_index ||
+                # iter.can_use_32bit_indexing())` bounds the iterator where every call leaves the flag false)
+                flags = hf.flag_arguments(fn, path, sites, entries, escaping, hosts)
+                fm = model.function(fn, hosts[path], {k: Interval.point(int(v)) for k, v in flags.items()} or None)
                 launch = self._iter_launch(fm, iters)
                 if launch is None:
                     continue

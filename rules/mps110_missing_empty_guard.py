@@ -41,6 +41,11 @@ point, reached with any input, `static` or not. Outside `native/mps`, a function
 in scope (stream code replaying launches it recorded earlier) is not checked, unless it asks for a kernel by
 name itself (`newFunctionWithName:`, a pipeline getter: an extension's launch helper taking sizes, not tensors).
 
+Not flagged either: a helper returning something other than a tensor (a buffer, a flag: `id<MTLBuffer>
+generateOffsets(...)`) that nothing in the linted tree calls. Its guard belongs in its callers (no early return of
+its own stands for "no work" to them), and they are in files not linted; where its callers are in view, it is
+reported unless every one of them guards.
+
 Not flagged either: a function registered only on dispatch stubs whose caller in core ATen returns before the
 stub on empty input (`cholesky_stub`: `linalg_cholesky_ex_out` returns when `L.numel() == 0`; the table is
 `mpslint/semantic/core_callers.py`, each entry read in PyTorch's sources). A stub not in the table is judged
@@ -82,6 +87,15 @@ def _sized_by(launch) -> list[str]:
             if r is not None and r.kind == "id" and r.op not in out:
                 out.append(r.op)
     return out
+
+
+def _returns_work_product(fn) -> bool:
+    """``fn`` returns something other than an op's result (a buffer, a flag): a helper whose empty-input guard
+    belongs in its callers, since no early return of its own stands for "no work" to them."""
+    ret = (fn.return_type or "").replace("static", "").replace("inline", "").strip()
+    if fn.kind == "impl_func" or ret in ("", "void"):
+        return False
+    return "Tensor" not in ret  # a tensor, or a tuple or vector of them, is an op's result
 
 
 def _early_return(fn, launch) -> str:
@@ -137,6 +151,7 @@ class MissingEmptyGuard(Rule):
         registered = hf.registered_functions(hosts)
         stubs_of = hf.registered_stubs(hosts)
         escaping = hf.escaping_functions(hosts)
+        entries = registered | ctx.graph.dispatched_functions()
 
         model = semantic_model(ctx.project)
 
@@ -170,6 +185,8 @@ class MissingEmptyGuard(Rule):
                     continue
                 if hf.unreachable(fn, path, sites, registered, escaping):
                     continue  # a static function nothing calls, or one passed as a value: its callers are not visible
+                if _returns_work_product(fn) and not hf.visible_sites(sites, fn, path) and hf.short_name(fn.name) not in entries:
+                    continue  # a helper returning a buffer or a flag, called only from files not linted: the guard is theirs
                 size = ", ".join(a.text for a in (hf.dispatch_size_args(launch) if launch.name.startswith("mtl_") else launch.args[:1]))
                 yield ctx.finding(
                     self,

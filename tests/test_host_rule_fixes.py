@@ -326,6 +326,10 @@ namespace at::native::mps {
   });
   {tail}
 }
+// a caller in view that does not guard empty input (a helper returning a buffer is judged by its callers)
+void fill_all_rows(const Tensor& src, Tensor& out) {
+  fill_rows(src, out);
+}
 } // namespace at::native::mps
 """
 
@@ -348,3 +352,17 @@ def test_mps110_early_return_compiles_in_the_function_it_lands_in(tmp_path, ret,
     assert advice in f.message
     if ret != "void":
         assert "{ return; }" not in f.message
+
+
+def test_mps110_buffer_helper_with_no_caller_in_view_is_left_to_its_callers(tmp_path):
+    # `id<MTLBuffer> fill_rows(...)` nothing in the tree calls: its callers, where the guard goes, are elsewhere
+    p = tmp_path / "mps" / "Rows.mm"
+    p.parent.mkdir()
+    src = MPS110_RETURNS.replace("{ret}", "id<MTLBuffer>").replace("{params}", "const Tensor& src, const Tensor& out")
+    src = src.replace("{tail}", "return nil;")
+    p.write_text(src.split("// a caller in view")[0] + "} // namespace at::native::mps\n", encoding="utf-8")
+    assert _lint(p, "MPS110", tmp_path) == []
+    # a tensor-returning function with no caller in view is still judged (an op reached from elsewhere)
+    p.write_text(MPS110_RETURNS.replace("{ret}", "Tensor&").replace("{params}", "const Tensor& src, Tensor& out")
+                 .replace("{tail}", "return out;").split("// a caller in view")[0] + "} // namespace at::native::mps\n", encoding="utf-8")
+    assert len(_lint(p, "MPS110", tmp_path)) == 1

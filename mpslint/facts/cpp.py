@@ -180,6 +180,9 @@ class CppFacts:
         self.trees = TreeBuilder(self)
         # file scope: `typedef`/`using` aliases, struct fields, `constexpr`/`const` values (semantic model)
         self.typedefs: dict[str, str] = {}
+        # function name -> the default argument of each parameter ("" for none), from file-scope prototypes
+        # (`id<MTLBuffer> f(..., bool use_64bit_index = false);` in a header): what a call that omits it passes
+        self.param_defaults: dict[str, tuple[str, ...]] = {}
         self.structs: dict[str, dict[str, str]] = {}
         self.constants: dict[str, tuple[str, Node]] = {}
         self._walk_top(tree.root_node)
@@ -272,6 +275,17 @@ class CppFacts:
             tn = node.child_by_field_name("type")
             if tn is None:
                 return
+            for d in node.children_by_field_name("declarator"):
+                fd = d
+                while fd is not None and fd.type in ("pointer_declarator", "reference_declarator", "attributed_declarator"):
+                    fd = fd.child_by_field_name("declarator") or (fd.named_children[-1] if fd.named_child_count else None)
+                if fd is not None and fd.type == "function_declarator":
+                    plist = fd.child_by_field_name("parameters")
+                    name, _ = self._declarator_name(fd)
+                    if plist is not None and name:
+                        defaults = tuple(p.default for p in self._params(plist))
+                        if any(defaults):
+                            self.param_defaults[name.split("::")[-1]] = defaults
             qual = compact(self.masked[self.off(node.start_byte) : self.off(tn.start_byte)])
             typ = (qual + " " + compact(self.mtext(tn))).strip()
             if "const" not in typ.split() and "constexpr" not in typ.split():

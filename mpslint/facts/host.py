@@ -132,6 +132,7 @@ class HostFacts:
     typedefs: dict[str, str] = field(default_factory=dict)
     structs: dict[str, dict[str, str]] = field(default_factory=dict)
     constants: dict = field(default_factory=dict)
+    param_defaults: dict[str, tuple[str, ...]] = field(default_factory=dict)  # from prototypes: name -> defaults
 
 
 _RAW_STRING = re.compile(r'R"([^()\\ \t\n]{0,16})\(')
@@ -173,6 +174,7 @@ def host_facts(path: str, text: str, index: LineIndex) -> HostFacts:
     facts = HostFacts(path=path, functions=cpp.functions, error_nodes=errs, missing_nodes=missing, bytes=len(text.encode("utf-8")))
     facts.defines = defines(clean)
     facts.typedefs, facts.structs, facts.constants = cpp.typedefs, cpp.structs, cpp.constants
+    facts.param_defaults = cpp.param_defaults
     for m in re.finditer(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', clean, re.M):
         facts.includes.append(Include(m.group(1), index.span(m.start(), m.end())))
     for inv in invocations(clean, STUB_MACROS):

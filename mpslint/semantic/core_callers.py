@@ -20,6 +20,20 @@ EMPTY_CHECKED_STUBS: dict[str, tuple[str, str]] = {
 }
 
 
+# stub -> (core check, index of the stub implementation's tensor parameter that check makes square in its last two
+# dimensions). aten/src/ATen/native/BatchLinearAlgebra.cpp, TORCH_META_FUNC(linalg_cholesky_ex):
+#   at::native::squareCheckInputs(A, "linalg.cholesky"); ... set_output_strided(0, A_shape, ...)   (L has A's shape)
+SQUARE_INPUT_STUBS: dict[str, tuple[str, int]] = {
+    "cholesky_stub": ("squareCheckInputs(A) in linalg_cholesky_ex's meta function; L has A's shape", 0),
+}
+
+
+def square_inputs(stubs: set[str]) -> set[int]:
+    """Parameter indices every stub in ``stubs`` is called with a square matrix (batch) at. Empty for no stub."""
+    got = [{SQUARE_INPUT_STUBS[s][1]} if s in SQUARE_INPUT_STUBS else set() for s in stubs]
+    return set.intersection(*got) if got else set()
+
+
 def empty_checked_by_core(stubs: set[str]) -> bool:
     """Every stub in ``stubs`` (those a function is registered on) is called by core code only with non-empty
     input. False for an empty set: a function registered nowhere gets no such guarantee."""

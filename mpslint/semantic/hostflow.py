@@ -283,6 +283,49 @@ def all_callers(fn_name: str, sites, registered: set[str], pred, depth: int = 3,
     return True
 
 
+def param_defaults(hosts) -> dict[str, tuple[str, ...]]:
+    """Function name -> its parameters' default arguments, from the prototypes of every host file and header."""
+    return _once_per_hosts("param_defaults", hosts, _param_defaults)
+
+
+def _param_defaults(hosts) -> dict[str, tuple[str, ...]]:
+    out: dict[str, tuple[str, ...]] = {}
+    for path in sorted(hosts):
+        for name, defaults in getattr(hosts[path], "param_defaults", {}).items():
+            out.setdefault(name, defaults)
+    return out
+
+
+_BOOL_WORDS = {"true": True, "false": False}
+
+
+def flag_arguments(fn: Function, path: str | None, sites, registered: set[str], escaping: set[str], hosts) -> dict[str, bool]:
+    """The ``bool`` parameters of a helper that every call in view passes the same literal for (an omitted argument
+    passes its default, from the definition or a prototype): name -> value. A helper nothing in view calls is
+    entered with each flag ``false`` (its default, or the mode no code here asks for: the caller that would
+    set it is where a defect of that mode lies). Entry points and functions handed out as values: nothing."""
+    name = short_name(fn.name)
+    if fn.kind == "impl_func" or name in registered or name in escaping:
+        return {}
+    flags = [(i, p) for i, p in enumerate(fn.params) if p.name and parse_type(p.type).kind == "bool" and "&" not in p.type and "*" not in p.type]
+    if not flags:
+        return {}
+    declared = param_defaults(hosts).get(name, ())
+    calls = visible_sites(sites, fn, path)
+    out: dict[str, bool] = {}
+    for i, p in flags:
+        default = p.default or (declared[i] if i < len(declared) else "")
+        seen: set[bool | None] = set()
+        for _cp, _caller, call in calls:
+            text = call.args[i].text.strip() if i < len(call.args) else default
+            seen.add(_BOOL_WORDS.get(text))
+        if not calls:
+            seen.add(_BOOL_WORDS.get(default, False))
+        if len(seen) == 1 and None not in seen:
+            out[p.name] = seen.pop()
+    return out
+
+
 def mentions(text: str, name: str) -> bool:
     return bool(re.search(r"(?<![\w.>])" + re.escape(name) + r"\b", text))
 

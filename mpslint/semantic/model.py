@@ -28,7 +28,7 @@ from .ranges import Interval
 from .symbols import FileTables, Scope
 from .types import BOOL, INT32, INT64, INT_ARRAY, INT8, SIZE_T, UINT32, UNKNOWN, CType, arith, common, literal_type, promote
 
-_MAX_DEPTH = 10
+_MAX_DEPTH = 16
 _MAX_PROVE_DEPTH = 24  # conditions nest deeper than values: `a && (b || c)` held in boolean locals of locals
 _MAX_NESTING = 12  # statements whose bounds are being computed at once (each asks about values defined earlier)
 LINEAR_CALLS = {"numel", "nbytes", "storage_offset", "num_output_elements", "sym_numel", "storage_nbytes"}
@@ -151,6 +151,7 @@ class FunctionModel:
         self.fn = fn
         # what every caller (a launching host) passes for a parameter: name -> range; `pos.x` for a vector's component
         self.params = dict(params or {})
+        self.tables = tables
         self.scope = Scope(fn, tables)
         self.defs = Definitions(fn)
         self._bounds: dict[int, dict[str, Bound]] = {}
@@ -645,15 +646,29 @@ class FunctionModel:
             self._nesting += 1
             try:
                 conds = dominating_conditions(self.fn, stmt, self.model.checker_names)
-                got = self._collect(conds, None)
-                if len(conds) > 1 and any(k.endswith("#bool") for k in got):
+                # a flag parameter the function is entered with (`use_64bit_index` false at every call) is known
+                seed = self._flag_params()
+                got = self._collect(conds, seed or None)
+                if (len(conds) > 1 or seed) and any(k.endswith("#bool") for k in list(got) + list(seed)):
                     # a second pass: a disjunction one of whose arms the other checks refute proves its other arm
                     # (`if (!fast && !prefill) return; if (prefill) return;` leaves `fast`)
-                    got = self._collect(conds, {k: b.interval for k, b in got.items()})
+                    got = self._collect(conds, {**seed, **{k: b.interval for k, b in got.items()}})
             finally:
                 self._nesting -= 1
+            for k, iv in self.params.items():
+                if "(" in k:  # a value the model is entered with (`out.size(-1)` at one size: wrap_size)
+                    prev = got.get(k)
+                    got[k] = Bound(iv if prev is None else prev.interval.meet(iv), prev.condition if prev else None)
             self._bounds[stmt] = got
         return got
+
+    def _flag_params(self) -> dict[str, Interval]:
+        """The ``bool`` parameters this model is entered with a value of (``params``), as proved atoms."""
+        out: dict[str, Interval] = {}
+        for p in self.fn.params:
+            if p.name and p.name in self.params and not self.defs.assigned(p.name) and self.name_type(p.name, -1).kind == "bool":
+                out[p.name + "#bool"] = self.params[p.name]
+        return out
 
     def _collect(self, conds, known) -> dict[str, Bound]:
         got: dict[str, Bound] = {}
@@ -705,6 +720,9 @@ class FunctionModel:
                 caller, arg, at = env[n.op]
                 return caller.prove(arg, truth, at, None, depth + 1)
             vals = self.values(n.op, stmt)
+            if vals == [(None, -1)] and self.type_of(n, stmt).kind == "bool":
+                # a flag parameter no statement reassigns: its own atom, which another check or the callers refute
+                return {n.op + "#bool": Interval.point(1 if truth else 0)}
             if vals and len(vals) == 1 and vals[0][0] is not None:
                 v, at = vals[0]
                 if v.kind == "init" and len(v.kids) == 1:
@@ -930,6 +948,47 @@ class FunctionModel:
                 if oo is not n:
                     out |= self.sized_from(n, at)
         return out
+
+    def size_keys(self, node: Node, stmt: int) -> set[str] | None:
+        """The keys of the single sizes (``out.size(-1)``) ``node`` is computed from, through locals; None when it
+        also reads a size-like value of another form (a numel, a stride, ``sizes()[i]``, a parameter)."""
+        out: set[str] = set()
+        o, at = self.origin(node, stmt)
+        for n in walk(o):
+            if n.kind == "call" and n.op in ("size", "sym_size") and n.receiver is not None and len(n.args) == 1:
+                out.add(self.key(n, at))
+            elif _size_owner(n) is not None or _stride_owner(n) is not None or (n.kind == "call" and n.op in LINEAR_CALLS):
+                return None
+            elif n.kind == "id" and n is not o:
+                oo, oat = self.origin(n, at)
+                if oo is not n:
+                    sub = self.size_keys(n, at)
+                    if sub is None:
+                        return None
+                    out |= sub
+                else:
+                    sym = self.scope.lookup(n.op, at)
+                    if sym is not None and sym.stmt < 0 and self.type_of(n, at).is_int:
+                        return None  # a parameter: a size the model cannot relate to a tensor
+        return out
+
+    def wrap_size(self, node: Node, stmt: int, size_key: str, limit: int, most: int = 1 << 40) -> int | None:
+        """The smallest value of the size ``size_key`` at which ``node`` (at ``stmt``) can pass ``limit``, with the
+        size held at that one value (`NB = std::min(32, N)` is then exact); None when it cannot below ``most``.
+        The value must grow with the size (products, sums, quotients by constants of it)."""
+        def passes(v: int) -> bool:
+            r = FunctionModel(self.model, self.fn, self.tables, {**self.params, size_key: Interval.point(v)}).range(node, stmt)
+            return r.hi is None or r.hi > limit
+        if not passes(most):
+            return None
+        lo, hi = 1, most
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if passes(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
 
     def tensor_bounded(self, tensor_key: str, stmt: int, strides: bool = False) -> bool:
         """A dominating check keeps ``tensor_key`` addressable in 32 bits: `canUse32BitIndexMath` /

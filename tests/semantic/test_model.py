@@ -359,3 +359,46 @@ def test_a_checker_called_with_a_defaulted_parameter_proves_nothing_under_the_ca
     pre = "static void check_cap(int64_t size, int64_t n = 8) {\n  TORCH_CHECK(n <= 1024);\n}\n"
     fm = _fm("check_cap(t.size(0));\nauto probe = n;", pre=pre)
     assert _hi(fm) != 1024
+
+
+# ------------------------------------------------------------------ flag parameters
+
+
+def _entered(body: str, **flags):
+    model, facts = host_model("void f(const Tensor& t, const Tensor& u, int64_t n, bool flag) {\n" + body + "\n}\n")
+    fn = next(f for f in facts.functions if f.name == "f")
+    return model.function(fn, facts, {k: Interval.point(int(v)) for k, v in flags.items()} or None)
+
+
+def test_flag_parameter_disjunction_proves_nothing_on_its_own():
+    fm = _entered("TORCH_CHECK(flag || t.numel() <= 1000);\nauto probe = t.numel();")
+    assert _hi(fm) == (1 << 63) - 1
+
+
+def test_flag_parameter_entered_false_leaves_the_other_arm():
+    fm = _entered("TORCH_CHECK(flag || t.numel() <= 1000);\nauto probe = t.numel();", flag=False)
+    assert _hi(fm) == 1000
+
+
+def test_flag_parameter_entered_true_proves_nothing():
+    fm = _entered("TORCH_CHECK(flag || t.numel() <= 1000);\nauto probe = t.numel();", flag=True)
+    assert _hi(fm) == (1 << 63) - 1
+
+
+def test_flag_parameter_refuted_by_an_earlier_check():
+    fm = _entered("TORCH_CHECK(!flag);\nTORCH_CHECK(flag || t.numel() <= 1000);\nauto probe = t.numel();")
+    assert _hi(fm) == 1000
+    fm = _entered("if (flag) {\n  return;\n}\nTORCH_CHECK(flag || t.size(0) < 64);\nauto probe = t.size(0);")
+    assert _hi(fm) == 63
+
+
+def test_reassigned_flag_parameter_is_not_an_atom():
+    # `flag = n > 4;` after entry: the value the caller passed no longer decides the check
+    fm = _entered("flag = n > 4;\nTORCH_CHECK(flag || t.numel() <= 1000);\nauto probe = t.numel();", flag=False)
+    assert _hi(fm) == (1 << 63) - 1
+
+
+def test_flag_parameter_branch_is_not_pruned_by_the_entry_value():
+    # entered with `flag` false, the `if (flag)` branch is still judged as written (its own condition holds there)
+    fm = _entered("if (flag) {\n  auto probe = t.numel();\n}", flag=False)
+    assert _hi(fm) == (1 << 63) - 1
