@@ -63,8 +63,9 @@ the tree asks for. Entry points (dispatched from `native_functions.yaml`, regist
 caller makes square (`cholesky_stub`: `linalg_cholesky_ex` checks `squareCheckInputs(A)`; the table is
 `mpslint/semantic/core_callers.py`) is not reported when it passes the 32-bit limit only once that `N x N` matrix
 holds more elements than a Mac has bytes (512 GB): `nPairs = nBlocks * (nBlocks + 1) / 2` with
-`nBlocks = ceil(N / 32)` wraps at N = 2,965,825. The model finds that size by evaluating the value with the size
-held at one value (`FunctionModel.wrap_size`). `N * N` is still reported (it wraps at N = 65536: 16 GB of
+`nBlocks = ceil(N / 32)` wraps at N = 2,965,825. The model evaluates the value with the size held at the largest
+`N` whose square fits in that memory (741,455; `FunctionModel.range_at_size`): if it fits there, it wraps only
+for a matrix no Mac can hold. `N * N` is still reported (it wraps at N = 65536: 16 GB of
 floats), and so is anything that also reads a batch size.
 
 A dimension computed from the sizes of tensors that a dominating check keeps addressable in 32 bits
@@ -100,6 +101,8 @@ Guide: *Working with Large Tensors* — "Use a checked cast when narrowing".
 """
 
 from __future__ import annotations
+
+import math
 
 from mpslint.fixedits import include_edit
 from mpslint.semantic import hostflow as hf
@@ -380,15 +383,17 @@ def _needs_more_than_memory(fm, node, stmt, target, square) -> bool:
     """``node`` is computed from one size of the last two dimensions of a matrix the core caller makes square, and
     it passes ``target`` only once that size ``N`` makes the ``N x N`` matrix larger than any Mac's memory (at one
     byte an element). `nPairs = nBlocks * (nBlocks + 1) / 2` with `nBlocks = ceil(N / 32)` wraps at N = 3e6: 9e12
-    elements."""
+    elements; at N = 741455 (the largest square in 512 GB) it is 2.7e8."""
     keys = fm.size_keys(node, stmt)
     if not keys or len(keys) != 1:
         return False
     key = next(iter(keys))
     if key not in {f"{p}.size({d})" for p in square for d in ("-1", "-2")}:
         return False
-    n = fm.wrap_size(node, stmt, key, target.max())
-    return n is None or n * n > MAX_DEVICE_BYTES
+    # the largest N whose N x N matrix fits in memory at one byte an element: if the value fits there, it wraps only
+    # for a larger matrix
+    r = fm.range_at_size(node, stmt, key, math.isqrt(MAX_DEVICE_BYTES))
+    return r.hi is not None and r.hi <= target.max()
 
 
 def _sized(fm, node, stmt) -> bool:

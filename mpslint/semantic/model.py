@@ -656,7 +656,7 @@ class FunctionModel:
             finally:
                 self._nesting -= 1
             for k, iv in self.params.items():
-                if "(" in k:  # a value the model is entered with (`out.size(-1)` at one size: wrap_size)
+                if "(" in k:  # a value the model is entered with (`out.size(-1)` at one size: range_at_size)
                     prev = got.get(k)
                     got[k] = Bound(iv if prev is None else prev.interval.meet(iv), prev.condition if prev else None)
             self._bounds[stmt] = got
@@ -972,23 +972,11 @@ class FunctionModel:
                         return None  # a parameter: a size the model cannot relate to a tensor
         return out
 
-    def wrap_size(self, node: Node, stmt: int, size_key: str, limit: int, most: int = 1 << 40) -> int | None:
-        """The smallest value of the size ``size_key`` at which ``node`` (at ``stmt``) can pass ``limit``, with the
-        size held at that one value (`NB = std::min(32, N)` is then exact); None when it cannot below ``most``.
-        The value must grow with the size (products, sums, quotients by constants of it)."""
-        def passes(v: int) -> bool:
-            r = FunctionModel(self.model, self.fn, self.tables, {**self.params, size_key: Interval.point(v)}).range(node, stmt)
-            return r.hi is None or r.hi > limit
-        if not passes(most):
-            return None
-        lo, hi = 1, most
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if passes(mid):
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo
+    def range_at_size(self, node: Node, stmt: int, size_key: str, value: int) -> Interval:
+        """The range of ``node`` at ``stmt`` with the size ``size_key`` (``out.size(-1)``) held at ``value``: one point,
+        so that what is computed from it (`NB = std::min(32, N)`, `ceil(N / NB)`) is exact. For a value that grows with
+        the size, "fits at ``value``" means "fits at every smaller size"."""
+        return FunctionModel(self.model, self.fn, self.tables, {**self.params, size_key: Interval.point(value)}).range(node, stmt)
 
     def tensor_bounded(self, tensor_key: str, stmt: int, strides: bool = False) -> bool:
         """A dominating check keeps ``tensor_key`` addressable in 32 bits: `canUse32BitIndexMath` /
