@@ -111,7 +111,6 @@ from mpslint.model import Fix, Severity
 from mpslint.rule import Rule, Setting
 from mpslint.semantic.expressions import identifiers, strip_parens, walk
 from mpslint.semantic.model import CHECKED, semantic_model
-from mpslint.semantic.ranges import Interval
 from mpslint.semantic.types import fits
 
 _FIXABLE = ("uint32_t", "int32_t", "int", "uint16_t", "int16_t")
@@ -159,7 +158,7 @@ class UncheckedNarrowing(Rule):
                 # a helper's flag parameters as its callers set them: `TORCH_CHECK(use_64bit_index ||
                 # iter.can_use_32bit_indexing())` bounds `iter.numel()` where every call leaves the flag false
                 flags = hf.flag_arguments(fn, path, sites, entries, escaping, hosts)
-                fm = model.function(fn, facts, {k: Interval.point(int(v)) for k, v in flags.items()} or None)
+                fm = model.as_called(fn, facts, flags)
                 # matrices the core caller makes square (`cholesky_stub`): a size of their last two dimensions
                 # comes with its square's worth of elements
                 square = {fn.params[i].name for i in square_inputs(stubs_of.get(hf.short_name(fn.name), set())) if i < len(fn.params)}

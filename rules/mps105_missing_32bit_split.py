@@ -66,7 +66,7 @@ from mpslint.rule import Rule
 from mpslint.semantic.expressions import identifiers, strip_parens, walk
 from mpslint.semantic.guards import CHECKS
 from mpslint.semantic.model import semantic_model
-from mpslint.semantic.ranges import UINT32_MAX, Interval
+from mpslint.semantic.ranges import UINT32_MAX
 
 _ITER_USERS = ("bind_iter_tensors", "iter_tensor_offset", "generateKernelDataOffsets") + hf.BINDERS
 
@@ -109,7 +109,7 @@ class Missing32BitSplit(Rule):
                 # a helper's flag parameters as its callers set them (`TORCH_CHECK(use_64bit_index ||
                 # iter.can_use_32bit_indexing())` bounds the iterator where every call leaves the flag false)
                 flags = hf.flag_arguments(fn, path, sites, entries, escaping, hosts)
-                fm = model.function(fn, hosts[path], {k: Interval.point(int(v)) for k, v in flags.items()} or None)
+                fm = model.as_called(fn, hosts[path], flags)
                 launch = self._iter_launch(fm, iters)
                 if launch is None:
                     continue

@@ -281,8 +281,10 @@ class CppFacts:
                     fd = fd.child_by_field_name("declarator") or (fd.named_children[-1] if fd.named_child_count else None)
                 if fd is not None and fd.type == "function_declarator":
                     plist = fd.child_by_field_name("parameters")
+                    if plist is None or "=" not in self.mtext(plist):
+                        continue  # no default argument: nothing a call could omit
                     name, _ = self._declarator_name(fd)
-                    if plist is not None and name:
+                    if name:
                         defaults = tuple(p.default for p in self._params(plist))
                         if any(defaults):
                             self.param_defaults[name.split("::")[-1]] = defaults

@@ -113,6 +113,10 @@ class SemanticModel:
             m = self._functions[key] = FunctionModel(self, fn, self.tables_for(facts) if facts is not None else self.tables, params)
         return m
 
+    def as_called(self, fn: Function, facts, flags: dict[str, bool]) -> "FunctionModel":
+        """The model of ``fn`` entered with the ``bool`` flags its callers set (``hostflow.flag_arguments``)."""
+        return self.function(fn, facts, {k: Interval.point(int(v)) for k, v in flags.items()} or None)
+
     def helper(self, name: str) -> tuple[tuple[str, ...], Node, "FunctionModel"] | None:
         """A boolean helper whose body is one ``return <expr>;``: its parameters, that expression, its model."""
         if name in self.helpers:
@@ -155,6 +159,7 @@ class FunctionModel:
         self.scope = Scope(fn, tables)
         self.defs = Definitions(fn)
         self._bounds: dict[int, dict[str, Bound]] = {}
+        self._flags: dict[str, Interval] | None = None
         self._nesting = 0
         # memos of the top-level queries; nodes live as long as the facts that hold them (ids are stable)
         self._key_memo: dict[tuple[int, int], str] = {}
@@ -649,7 +654,7 @@ class FunctionModel:
                 # a flag parameter the function is entered with (`use_64bit_index` false at every call) is known
                 seed = self._flag_params()
                 got = self._collect(conds, seed or None)
-                if (len(conds) > 1 or seed) and any(k.endswith("#bool") for k in list(got) + list(seed)):
+                if seed or (len(conds) > 1 and any(k.endswith("#bool") for k in got)):
                     # a second pass: a disjunction one of whose arms the other checks refute proves its other arm
                     # (`if (!fast && !prefill) return; if (prefill) return;` leaves `fast`)
                     got = self._collect(conds, {**seed, **{k: b.interval for k, b in got.items()}})
@@ -663,12 +668,14 @@ class FunctionModel:
         return got
 
     def _flag_params(self) -> dict[str, Interval]:
-        """The ``bool`` parameters this model is entered with a value of (``params``), as proved atoms."""
-        out: dict[str, Interval] = {}
-        for p in self.fn.params:
-            if p.name and p.name in self.params and not self.defs.assigned(p.name) and self.name_type(p.name, -1).kind == "bool":
-                out[p.name + "#bool"] = self.params[p.name]
-        return out
+        """The ``bool`` parameters this model is entered with a value of (``params``), as proved atoms (computed once)."""
+        if self._flags is None:
+            self._flags = {
+                p.name + "#bool": self.params[p.name]
+                for p in self.fn.params
+                if p.name and p.name in self.params and not self.defs.assigned(p.name) and self.name_type(p.name, -1).kind == "bool"
+            }
+        return self._flags
 
     def _collect(self, conds, known) -> dict[str, Bound]:
         got: dict[str, Bound] = {}
