@@ -29,6 +29,7 @@ class Config:
     native_functions: str | None = None
     smoke_specs: list[str] = field(default_factory=list)  # TOML launch specs for `mpslint smoke` (smoke/specfile.py)
     context: str | None = None  # "pytorch" | "extension": every file's context (mpslint.context); None: detected
+    min_macos: str = "14.0"  # the oldest macOS the code must run on: branches only older releases take are dead
     rule_settings: dict[str, dict] = field(default_factory=dict)  # [tool.mpslint.rules.<CODE>]: code -> {name: value}
 
     def ignored_for(self, path: str) -> set[str]:
@@ -46,6 +47,7 @@ _KEYS = {"select", "extend-select", "ignore", "per-file-ignores", "include", "ex
 
 _KEYS.add("smoke-specs")
 _KEYS.add("rules")
+_KEYS.add("min-macos")
 
 
 def _toml(v) -> str:
@@ -120,6 +122,13 @@ def load_config(path: Path | None) -> Config:
     context = section.get("context")
     if context is not None and context not in ("pytorch", "extension"):
         raise ConfigError(f'{path}: [tool.mpslint] context must be "pytorch" or "extension", not {context!r}')
+    min_macos = section.get("min-macos", "14.0")
+    if isinstance(min_macos, (int, float)) and not isinstance(min_macos, bool):
+        min_macos = str(min_macos)
+    from .semantic.platform import parse_version
+
+    if not isinstance(min_macos, str) or parse_version(min_macos) is None:
+        raise ConfigError(f'{path}: [tool.mpslint] min-macos must be a macOS release such as "14.0", not {min_macos!r}')
     cfg = Config(
         path=path,
         select=strings("select") if "select" in section else None,
@@ -130,6 +139,7 @@ def load_config(path: Path | None) -> Config:
         exclude=strings("exclude"),
         native_functions=section.get("native-functions"),
         context=context,
+        min_macos=min_macos,
         rule_settings=_rule_settings(path, section.get("rules", {})),
     )
     base = path.parent

@@ -156,3 +156,35 @@ def find_native_functions(paths: list[str]) -> Path | None:
             if (anc / ".git").exists():
                 break
     return None
+
+
+_BINDING_MARKS = (b"PYBIND11_MODULE", b"TORCH_LIBRARY")
+_BINDING_EXT = {".cpp", ".cc", ".cxx"}
+
+
+def binding_siblings(files: list[Discovered], cwd: Path) -> list[Discovered]:
+    """C++ files beside the linted ``.mm`` host files that bind operators or Python functions
+    (``PYBIND11_MODULE``, ``TORCH_LIBRARY``): read as context, not linted, so the functions they bind are entry
+    points. An extension's binding file is rarely under an ``mps`` folder (``csrc/bindings.cpp``)."""
+    have = {Path(f.fs_path).resolve() for f in files}
+    dirs = sorted({Path(f.fs_path).resolve().parent for f in files if f.kind == "host" and f.fs_path.endswith(".mm")})
+    out: list[Discovered] = []
+    for d in dirs:
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            continue
+        for name in names:
+            fp = d / name
+            if fp.suffix.lower() not in _BINDING_EXT or fp in have or not fp.is_file():
+                continue
+            try:
+                with open(fp, "rb") as fh:
+                    head = fh.read(1 << 20)
+            except OSError:
+                continue
+            if any(m in head for m in _BINDING_MARKS):
+                dp = display_path(fp, cwd)
+                out.append(Discovered(dp, str(fp), "host", False))
+    return out
+

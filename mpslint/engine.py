@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Config
-from .discovery import Discovered, discover, display_path, find_native_functions
+from .discovery import Discovered, binding_siblings, discover, display_path, find_native_functions
 from .model import FileError, Finding, ParseStats
 from .project import Project, add_facts, build_graph, read_source
 from .rule import Rule, RuleContext, select_rules
@@ -133,7 +133,7 @@ def lint(opts: LintOptions) -> LintResult:
     cfg = opts.config
     cwd = (opts.cwd or Path.cwd()).resolve()
     files, problems = discover(opts.paths, cwd, exclude=cfg.excluded if cfg.exclude else None)
-    context = context_files(files, opts, cwd, problems)
+    context = context_files(files, opts, cwd, problems) + binding_siblings(files, cwd)
     project, internal = load_project(files, context, opts.overrides, cache_dir=opts.cache_dir, jobs=opts.jobs)
     rules = selected_rules(opts)
     out = check_project(project, rules, cfg, opts.rule_options, internal)
@@ -168,11 +168,14 @@ def selected_rules(opts: LintOptions) -> list[type[Rule]]:
     return rules
 
 
-def _dead_code(project: Project) -> dict[str, list[tuple[int, int]]]:
-    """Per host file, the spans of its ``static`` functions nothing calls, registers or hands out (once per project)."""
-    got = getattr(project, "_dead_code", None)
+def _dead_code(project: Project, min_macos: str = "14.0") -> dict[str, list[tuple[int, int]]]:
+    """Per host file, the spans of its ``static`` functions nothing calls, registers or hands out, and of the code
+    that runs only on macOS releases older than ``min_macos`` (``semantic.platform``); once per project."""
+    cached = getattr(project, "_dead_code", None)
+    got = cached[1] if cached is not None and cached[0] == min_macos else None
     if got is None:
         from .semantic import hostflow as hf
+        from .semantic import platform
 
         hosts = project.hosts
         sites, registered, escaping = hf.call_sites(hosts), hf.registered_functions(hosts), hf.escaping_functions(hosts)
@@ -181,7 +184,10 @@ def _dead_code(project: Project) -> dict[str, list[tuple[int, int]]]:
             for fn in hosts[path].functions:
                 if hf.is_dead(fn, path, sites, registered, escaping):
                     got.setdefault(path, []).append((fn.span.start, fn.span.end))
-        project._dead_code = got
+        floor = platform.parse_version(min_macos) or platform.parse_version(platform.DEFAULT_MIN_MACOS)
+        for path, spans in platform.unsupported_code(hosts, floor, sites, registered, escaping).items():
+            got.setdefault(path, []).extend(spans)
+        project._dead_code = (min_macos, got)
     return got
 
 
@@ -198,7 +204,7 @@ def check_project(project: Project, rules: list[type[Rule]], cfg: Config, rule_o
                 got = [f for f in cls().check(ctx) if cls.applies_in(ctx.file_context(f.path))]
                 if cls.scope == "host" and not cls.reports_dead_code and got:
                     # a finding in a `static` function nothing calls asks for a patch to code that never runs
-                    dead = _dead_code(project)
+                    dead = _dead_code(project, cfg.min_macos)
                     got = [f for f in got if not any(a <= f.span.start < b for a, b in dead.get(f.path, ()))]
                 findings.extend(got)
             except Exception as e:

@@ -16,8 +16,11 @@ The rule stays silent when it cannot see the whole binding: more than one launch
 a binding under an `if` or in a loop, a slot that is not a literal, `bind_iter_tensors` without a
 count, `exec_*_kernel` launches (the library binds those itself).
 
-A binding the kernel has no slot for is reported as a warning (Metal ignores it; it usually means the
-kernel lost a parameter or the host binds a stale argument); the other mismatches are errors.
+A binding the kernel has no slot for, with every other argument where the kernel reads it, is reported as
+`info`: Metal ignores it, so nothing runs wrong; it is a cleanup (the kernel lost a parameter or the host
+binds a stale argument). When an argument bound at one slot carries the name of the kernel's parameter at
+another (`mtl_setArgs(enc, out, index, value)` for a kernel `(out, value)`), the arguments are shifted, and
+that is an error like the other mismatches.
 
 ## Why is this bad?
 Metal does not check the binding against the kernel. An unbound buffer reads garbage or faults the GPU
@@ -76,8 +79,12 @@ class BindingMismatch(Rule):
             for k, b in sorted(slots.items()):
                 if "ErrorMessages" in b.type and k in bound and "getErrorBuffer" not in self._resolve(fn, bound[k][0]):
                     problems.append(f"`{b.name}` [[buffer({k})]] is an ErrorMessages buffer but gets `{bound[k][0]}`, not `stream->getErrorBuffer()`")
+            shifted = self._shifted(slots, bound)
+            if shifted:
+                problems.append(shifted)
             if not problems:
                 continue
+            # an extra binding alone, with every argument where the kernel reads it: Metal ignores it (cleanup)
             only_extra = not missing and len(problems) == 1 and extra
             yield ctx.finding(
                 self,
@@ -87,9 +94,21 @@ class BindingMismatch(Rule):
                 + "; ".join(problems)
                 + ("; the kernel ignores the extra argument: drop it, or restore the parameter the kernel lost." if only_extra
                    else "; bind exactly the kernel's [[buffer(n)]] slots in order."),
-                severity=Severity.WARNING if only_extra else None,
+                severity=Severity.INFO if only_extra else None,
                 kernel=kernel.name,
             )
+
+    @staticmethod
+    def _shifted(slots, bound) -> str:
+        """An argument bound at one slot under the name of the kernel's parameter at another: the arguments
+        before it are out of place (``mtl_setArgs(enc, out, index, value)`` for ``(out, value)``)."""
+        by_name = {b.name: k for k, b in slots.items() if b.name}
+        for k in sorted(bound):
+            text = bound[k][0]
+            want = by_name.get(text)
+            if want is not None and want != k and re.fullmatch(r"[A-Za-z_]\w*", text):
+                return f"`{text}` is bound at slot {k} but the kernel's `{text}` is [[buffer({want})]]: an argument before it is out of place"
+        return ""
 
     @staticmethod
     def _resolve(fn, text: str) -> str:

@@ -132,3 +132,19 @@ def test_dsp306_entry_sharing_a_line_keeps_its_neighbours(tree):
     assert '        "hypot": [torch.int32], "expm1": None,\n' in new
     compile(new, str(path), "exec")
     assert not _lint(tree, ["DSP306"]).findings
+
+
+def test_dsp308_severity_follows_what_the_binding_does():
+    """A stale trailing argument is a cleanup (info); a shifted argument list and a missing slot are errors."""
+    res = lint(LintOptions(paths=[str(FIXTURES / "aten")], select=["DSP308"], cwd=FIXTURES.parent))
+    by_line = {}
+    for f in res.findings:
+        if f.path.endswith("SpecialKernel.mm") or f.path.endswith("operations/Indexing.mm"):
+            text = (FIXTURES.parent / f.path).read_text(encoding="utf-8").splitlines()[f.span.line - 1]
+            by_line[text.strip().split(";")[0]] = f
+    stale = by_line["mtl_setArgs(encoder, out, input, mask, scale, numel)"]
+    assert stale.severity.value == "info" and "ignores the extra argument" in stale.message
+    shifted = by_line["mtl_setArgs(encoder, self, index, value)"]
+    assert shifted.severity.value == "error" and "`value` is bound at slot 2 but the kernel's `value` is [[buffer(1)]]" in shifted.message
+    missing = by_line["mtl_setArgs(encoder, out, input, scale)"]
+    assert missing.severity.value == "error" and "nothing binds" in missing.message

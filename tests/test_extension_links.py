@@ -203,3 +203,38 @@ def test_mtl204_judges_extension_kernels_by_their_newFunctionWithName_launchers(
     )
     found = lint(LintOptions(paths=[str(ext)], select=["MTL204"])).findings
     assert [(f.span.line, "launched from `wide`" in f.message) for f in found] == [(5, True)]
+
+
+OPS_MM = """#include <torch/extension.h>
+#include <Metal/Metal.h>
+torch::Tensor pack_rows(const torch::Tensor& t, bool wide) {
+  TORCH_CHECK(wide || t.numel() < INT32_MAX, "pack_rows: too large");
+  uint32_t n = t.numel();
+  return t.new_empty({static_cast<int64_t>(n)});
+}
+"""
+BINDINGS_CPP = """#include <torch/extension.h>
+torch::Tensor pack_rows(const torch::Tensor& t, bool wide);
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("pack_rows", &pack_rows);
+}
+"""
+CPU_CPP = """torch::Tensor cpu_only(const torch::Tensor& t) { uint32_t n = t.numel(); return t; }
+"""
+
+
+def test_binding_file_beside_the_host_code_is_read_as_context(tmp_path):
+    """`csrc/bindings.cpp` (not under an `mps` folder) binds the `.mm` functions: read as context, its bound
+    functions are entry points (any `wide` from Python), and nothing in it is reported."""
+    csrc = tmp_path / "csrc"
+    csrc.mkdir()
+    (csrc / "ops.mm").write_text(OPS_MM)
+    (csrc / "cpu.cpp").write_text(CPU_CPP)
+    without = lint(LintOptions(paths=[str(tmp_path)], select=["MPS102"], cwd=tmp_path))
+    assert [f.span.line for f in without.findings] == []  # no call in view: `wide` taken as false, the check bounds n
+    (csrc / "bindings.cpp").write_text(BINDINGS_CPP)
+    got = lint(LintOptions(paths=[str(tmp_path)], select=["ALL"], cwd=tmp_path))
+    assert "csrc/bindings.cpp" in got.project.hosts and "csrc/cpu.cpp" not in got.project.hosts
+    assert "csrc/bindings.cpp" not in got.project.linted
+    assert [(f.path, f.span.line, f.code) for f in got.findings if f.code == "MPS102"] == [("csrc/ops.mm", 5, "MPS102")]
+    assert all(not f.path.endswith(".cpp") for f in got.findings)
