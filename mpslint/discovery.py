@@ -165,11 +165,18 @@ _BINDING_EXT = {".cpp", ".cc", ".cxx"}
 def binding_siblings(files: list[Discovered], cwd: Path) -> list[Discovered]:
     """C++ files beside the linted ``.mm`` host files that bind operators or Python functions
     (``PYBIND11_MODULE``, ``TORCH_LIBRARY``): read as context, not linted, so the functions they bind are entry
-    points. An extension's binding file is rarely under an ``mps`` folder (``csrc/bindings.cpp``)."""
+    points. An extension's binding file is rarely under an ``mps`` folder: it sits beside the ``.mm``
+    (``csrc/bindings.cpp``) or in a folder beside the ``.mm``'s (``torch-ext/torch_binding.cpp``)."""
     have = {Path(f.fs_path).resolve() for f in files}
-    dirs = sorted({Path(f.fs_path).resolve().parent for f in files if f.kind == "host" and f.fs_path.endswith(".mm")})
+    homes = sorted({Path(f.fs_path).resolve().parent for f in files if f.kind == "host" and f.fs_path.endswith(".mm")})
+    dirs: set[Path] = set(homes)
+    for h in homes:  # and the folders beside it: `relu/torch-ext/torch_binding.cpp` for `relu/relu_metal/relu.mm`
+        try:
+            dirs.update(e for e in h.parent.iterdir() if e.is_dir() and e.name not in SKIP_DIRS)
+        except OSError:
+            continue
     out: list[Discovered] = []
-    for d in dirs:
+    for d in sorted(dirs):
         try:
             names = sorted(os.listdir(d))
         except OSError:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from click.testing import CliRunner
 
 from mpslint.cli import main
@@ -223,18 +225,20 @@ CPU_CPP = """torch::Tensor cpu_only(const torch::Tensor& t) { uint32_t n = t.num
 """
 
 
-def test_binding_file_beside_the_host_code_is_read_as_context(tmp_path):
-    """`csrc/bindings.cpp` (not under an `mps` folder) binds the `.mm` functions: read as context, its bound
-    functions are entry points (any `wide` from Python), and nothing in it is reported."""
-    csrc = tmp_path / "csrc"
-    csrc.mkdir()
-    (csrc / "ops.mm").write_text(OPS_MM)
-    (csrc / "cpu.cpp").write_text(CPU_CPP)
+@pytest.mark.parametrize("mm_dir,binding_dir", [("csrc", "csrc"), ("relu/relu_metal", "relu/torch-ext")])
+def test_binding_file_beside_the_host_code_is_read_as_context(tmp_path, mm_dir, binding_dir):
+    """`csrc/bindings.cpp` or `torch-ext/torch_binding.cpp` (not under an `mps` folder) binds the `.mm`
+    functions: read as context, its bound functions are entry points (any `wide` from Python), and nothing in it
+    is reported; a C++ file that binds nothing is not read."""
+    (tmp_path / mm_dir).mkdir(parents=True)
+    (tmp_path / binding_dir).mkdir(parents=True, exist_ok=True)
+    (tmp_path / mm_dir / "ops.mm").write_text(OPS_MM)
+    (tmp_path / binding_dir / "cpu.cpp").write_text(CPU_CPP)
     without = lint(LintOptions(paths=[str(tmp_path)], select=["MPS102"], cwd=tmp_path))
     assert [f.span.line for f in without.findings] == []  # no call in view: `wide` taken as false, the check bounds n
-    (csrc / "bindings.cpp").write_text(BINDINGS_CPP)
+    (tmp_path / binding_dir / "bindings.cpp").write_text(BINDINGS_CPP)
     got = lint(LintOptions(paths=[str(tmp_path)], select=["ALL"], cwd=tmp_path))
-    assert "csrc/bindings.cpp" in got.project.hosts and "csrc/cpu.cpp" not in got.project.hosts
-    assert "csrc/bindings.cpp" not in got.project.linted
-    assert [(f.path, f.span.line, f.code) for f in got.findings if f.code == "MPS102"] == [("csrc/ops.mm", 5, "MPS102")]
+    assert f"{binding_dir}/bindings.cpp" in got.project.hosts and f"{binding_dir}/cpu.cpp" not in got.project.hosts
+    assert f"{binding_dir}/bindings.cpp" not in got.project.linted
+    assert [(f.path, f.span.line, f.code) for f in got.findings if f.code == "MPS102"] == [(f"{mm_dir}/ops.mm", 5, "MPS102")]
     assert all(not f.path.endswith(".cpp") for f in got.findings)
