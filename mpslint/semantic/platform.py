@@ -1,7 +1,8 @@
 """What the supported macOS releases make unreachable.
 
 PyTorch asks which macOS it runs on with ``is_macos_13_or_newer(MacOSVersion::MACOS_VER_X_Y_PLUS)``
-(``ATen/mps/MPSDevice.h``); older sources also call ``MPSDevice::getInstance()->isMacOS13Plus(...)``. On every
+(``ATen/mps/MPSDevice.h``), newer sources with ``is_macos_at_least(MacOSVersion::MACOS_X_Y)``; older ones also
+call ``MPSDevice::getInstance()->isMacOS13Plus(...)``. On every
 system the project still supports (``[tool.mpslint] min-macos``, default 14.0: PyTorch refuses the MPS device
 below macOS 14 since 2.8, and its wheels from 2.12 on need 14.0) a check for a release at or below that floor is
 true. A branch that runs only when such a check is false (the fallback for macOS 13 kept beside a native
@@ -21,8 +22,8 @@ from .guards import dominating_conditions
 from .hostflow import is_static, short_name, visible_sites
 
 DEFAULT_MIN_MACOS = "14.0"
-VERSION_CHECKS = frozenset({"is_macos_13_or_newer", "isMacOS13Plus"})
-_ENUM = re.compile(r"MACOS_VER_(\d+)_(\d+)_PLUS$")  # an enumerator's name, not statement text
+VERSION_CHECKS = frozenset({"is_macos_13_or_newer", "is_macos_at_least", "isMacOS13Plus"})
+_ENUM = re.compile(r"MACOS_(?:VER_)?(\d+)_(\d+)(?:_PLUS)?$")  # an enumerator's name, not statement text
 _FORM = re.compile(r"(\d+)(?:\.(\d+))?$")
 
 

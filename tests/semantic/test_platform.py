@@ -46,6 +46,8 @@ def _cond(expr: str):
         ("b || is_macos_13_or_newer(MacOSVersion::MACOS_VER_14_0_PLUS)", True),
         ("b || !is_macos_13_or_newer(MacOSVersion::MACOS_VER_14_0_PLUS)", None),
         ("MPSDevice::getInstance()->isMacOS13Plus(MacOSVersion::MACOS_VER_13_1_PLUS)", True),
+        ("is_macos_at_least(MacOSVersion::MACOS_14_0)", True),
+        ("!is_macos_at_least(MacOSVersion::MACOS_15_0)", None),
         ("t.numel() > 0", None),
     ],
 )
