@@ -70,7 +70,7 @@ def main():
 
 
 def _load_config(config_path: str | None, paths: list[str], isolated: bool):
-    from .config import ConfigError, find_pyproject, load_config
+    from .config import ConfigError, find_pyproject, load_config, nearest_torch_floor
 
     if isolated:
         return load_config(None)
@@ -80,7 +80,10 @@ def _load_config(config_path: str | None, paths: list[str], isolated: bool):
         start = Path(paths[0]) if paths else Path.cwd()
         start = start if start.is_dir() else start.parent
         found = find_pyproject(start) or find_pyproject(Path.cwd())
-        return load_config(found)
+        cfg = load_config(found)
+        if cfg.min_torch is None:
+            cfg.min_torch = nearest_torch_floor(start)  # `torch>=2.10` in a pyproject without [tool.mpslint]
+        return cfg
     except ConfigError as e:
         raise click.UsageError(str(e)) from e
 

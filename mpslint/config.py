@@ -30,6 +30,9 @@ class Config:
     smoke_specs: list[str] = field(default_factory=list)  # TOML launch specs for `mpslint smoke` (smoke/specfile.py)
     context: str | None = None  # "pytorch" | "extension": every file's context (mpslint.context); None: detected
     min_macos: str = "14.0"  # the oldest macOS the code must run on: branches only older releases take are dead
+    # the oldest PyTorch the code must work with: `min-torch`, else the lower bound of `torch` in the same
+    # pyproject's [project] dependencies (as ruff infers target-version from requires-python); None: unknown
+    min_torch: str | None = None
     rule_settings: dict[str, dict] = field(default_factory=dict)  # [tool.mpslint.rules.<CODE>]: code -> {name: value}
 
     def ignored_for(self, path: str) -> set[str]:
@@ -48,6 +51,7 @@ _KEYS = {"select", "extend-select", "ignore", "per-file-ignores", "include", "ex
 _KEYS.add("smoke-specs")
 _KEYS.add("rules")
 _KEYS.add("min-macos")
+_KEYS.add("min-torch")
 
 
 def _toml(v) -> str:
@@ -80,6 +84,44 @@ def _rule_settings(path: Path, table) -> dict[str, dict]:
                 raise ConfigError(f"{path}: [tool.mpslint.rules.{code}] {name} must be a {type(setting.default).__name__}, not {value!r}")
         out[rule.code] = dict(values)
     return out
+
+
+def torch_floor(dependencies) -> str | None:
+    """The lowest ``torch`` release a ``[project] dependencies`` list admits (``torch>=2.10`` -> "2.10"), or None."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    if not isinstance(dependencies, list):
+        return None
+    for dep in dependencies:
+        try:
+            req = Requirement(dep) if isinstance(dep, str) else None
+        except InvalidRequirement:
+            continue
+        if req is None or req.name.lower() != "torch":
+            continue
+        floors = [sp.version for sp in req.specifier if sp.operator in (">=", "==", "~=", ">")]
+        if floors:
+            from packaging.version import Version
+
+            v = max(floors, key=Version)
+            return ".".join(v.split(".")[:2])
+    return None
+
+
+def nearest_torch_floor(start: Path) -> str | None:
+    """The torch floor of the nearest ``pyproject.toml`` above ``start`` (with or without a [tool.mpslint] table)."""
+    start = start.resolve()
+    for anc in [start, *start.parents]:
+        cand = anc / "pyproject.toml"
+        if cand.is_file():
+            try:
+                data = tomllib.loads(cand.read_text(encoding="utf-8"))
+            except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+                return None
+            return torch_floor(data.get("project", {}).get("dependencies", []))
+        if (anc / ".git").exists():
+            return None
+    return None
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -129,6 +171,13 @@ def load_config(path: Path | None) -> Config:
 
     if not isinstance(min_macos, str) or parse_version(min_macos) is None:
         raise ConfigError(f'{path}: [tool.mpslint] min-macos must be a macOS release such as "14.0", not {min_macos!r}')
+    min_torch = section.get("min-torch")
+    if min_torch is not None:
+        # a string: as a TOML float, 2.10 would read as 2.1
+        if not isinstance(min_torch, str) or parse_version(min_torch) is None:
+            raise ConfigError(f'{path}: [tool.mpslint] min-torch must be a PyTorch release in quotes such as "2.10", not {min_torch!r}')
+    else:
+        min_torch = torch_floor(data.get("project", {}).get("dependencies", []))
     cfg = Config(
         path=path,
         select=strings("select") if "select" in section else None,
@@ -140,6 +189,7 @@ def load_config(path: Path | None) -> Config:
         native_functions=section.get("native-functions"),
         context=context,
         min_macos=min_macos,
+        min_torch=min_torch,
         rule_settings=_rule_settings(path, section.get("rules", {})),
     )
     base = path.parent

@@ -11,8 +11,8 @@ Detection, per file, first answer wins:
    directory above the file holds ``aten/src/ATen`` and ``c10`` or ``torch`` (a PyTorch checkout: its
    ``test/`` and ``torch/`` too)
    -> pytorch; ``native_functions.yaml`` and ``common_mps.py`` are PyTorch's own files -> pytorch;
-3. an extension's includes: ``<torch/extension.h>``, ``<torch/torch.h>``, ``<torch/library.h>``,
-   ``<torch/mps.h>``, ``<torch/csrc/...>``, ExecuTorch's headers -> extension (torchao's ATen op
+3. an extension's includes: any ``<torch/...>`` header (``<torch/extension.h>``, ``<torch/library.h>``,
+   ``<torch/version.h>``, ``<torch/csrc/...>``), ExecuTorch's headers -> extension (torchao's ATen op
    includes ``ATen/native/mps/OperationUtils.h`` *and* ``torch/library.h``: it is an extension);
 4. PyTorch-internal includes (``ATen/native/...``, ``c10/metal/...``) -> pytorch: PyTorch's own file
    linted outside its checkout (a copy, a patch under review);
@@ -47,7 +47,9 @@ EXTENSION = "extension"
 CONTEXTS = (PYTORCH, EXTENSION)
 DEFAULT = EXTENSION  # a file with no signal in a project with no signal (see the module docstring)
 
-_EXT_INCLUDES = ("torch/extension.h", "torch/torch.h", "torch/library.h", "torch/mps.h", "torch/csrc/", "executorch/", "torch/all.h", "torch/python.h")
+# any public torch header (`torch/extension.h`, `torch/library.h`, `torch/version.h`, ...): PyTorch's ATen code
+# never includes them outside a checkout, where rule 2 has already placed it
+_EXT_INCLUDES = ("torch/", "executorch/")
 _PYTORCH_INCLUDES = ("ATen/native/", "c10/metal/")
 _PUBLIC_MPS_API = ("at::mps::", "torch::mps::")
 _OWN_METALLIB = {"newLibraryWithData", "newLibraryWithURL", "newLibraryWithSource", "newLibraryWithFile"}

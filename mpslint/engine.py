@@ -196,6 +196,10 @@ def check_project(project: Project, rules: list[type[Rule]], cfg: Config, rule_o
     per-file ignores, deduplicated and sorted; a crashing rule is reported in ``internal``."""
     project.context_override = cfg.context
     ctx = RuleContext(project, project.graph, rule_options, cfg.rule_settings)
+    if cfg.min_torch:
+        from .semantic.platform import parse_version
+
+        ctx.min_torch = parse_version(cfg.min_torch)
     findings: list[Finding] = []
     with gc_paused(freeze=False):  # rules allocate on top of a heap of facts: a full collection would walk them all
         for cls in rules:

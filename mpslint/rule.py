@@ -82,6 +82,7 @@ class RuleContext:
         self.options = options or {}
         self.settings = settings or {}  # code -> {name: value}, validated by the configuration
         self.smoke_outcomes = self.options.get("smoke_outcomes", [])
+        self.min_torch: tuple[int, int] | None = None  # the oldest PyTorch the code must work with, when known
         self._scopes: dict = {}  # per file: the names it reaches (fixcheck.complete)
 
     def setting(self, rule: "Rule | type[Rule]", name: str):

@@ -27,7 +27,9 @@ narrowing `iter.numel()` is correct and not flagged.
 Wrap the value in `c10::checked_convert<T>(value, "T")` (`<c10/util/TypeCast.h>`), or bound it with a
 `TORCH_CHECK(value <= std::numeric_limits<uint32_t>::max(), ...)` before the cast, or decompose the
 iterator with `with_32bit_indexing()`. The automatic fix rewrites `static_cast<uint32_t>(x)` into
-`c10::checked_convert<uint32_t>(x, "uint32_t")`.
+`c10::checked_convert<uint32_t>(x, "uint32_t")`. Inside a plain `dispatch_sync(queue, ^{...})` block a failing
+check cannot throw out of the block (the process terminates): there the message says to convert or check
+before the block (or to use `dispatch_sync_with_rethrow`, MPS107), and no automatic fix is offered.
 
 The rule asks the semantic model (`mpslint/semantic/`): the narrowed value's type must be a 64-bit integer
 (an `int` ternary of literals is not), it must come from a tensor's or iterator's sizes (through locals and
@@ -215,11 +217,19 @@ class UncheckedNarrowing(Rule):
                 return None  # wraps only for a square matrix larger than any Mac's memory
             return extent, fm.near_miss(n, stmt)
 
-        def message_tail(extent, miss, shown):
+        def in_plain_dispatch_sync(stmt):
+            """The statement runs inside a `dispatch_sync(queue, ^{...})` block: a throwing check there cannot
+            leave the block (the process terminates), so the conversion belongs before it."""
+            return 0 <= stmt < len(fn.stmts) and "dispatch_sync" in fn.stmts[stmt].blocks
+
+        def message_tail(extent, miss, shown, stmt=-1):
             what = "a linear extent (numel, product of sizes, bytes or offset)" if extent == "linear" else "one dimension's size or stride"
             tail = f" It is {what}."
             if miss is not None:
                 tail += f" The check at line {miss.line} does not bound `{shown}`."
+            if in_plain_dispatch_sync(stmt):
+                tail += (" It sits inside a plain `dispatch_sync` block, where a failing check cannot throw out (the"
+                         " process terminates): convert or check before the block, or make it `dispatch_sync_with_rethrow` (MPS107).")
             return tail
 
         def severity(extent):
@@ -235,7 +245,7 @@ class UncheckedNarrowing(Rule):
                 continue
             extent, miss = got
             fix = None
-            if cast.kind == "static_cast" and typ in _FIXABLE:
+            if cast.kind == "static_cast" and typ in _FIXABLE and not in_plain_dispatch_sync(cast.stmt):
                 src = ctx.source(path, cast.operand.span)
                 edits = [ctx.edit(path, cast.span.start, cast.span.end, f'c10::checked_convert<{typ}>({src}, "{typ}")')]
                 if not has_include and includes:
@@ -249,7 +259,7 @@ class UncheckedNarrowing(Rule):
                 cast.span,
                 f"`{cast.operand.text}` (int64) is narrowed to `{typ}` unchecked; past {_limit(target)} it wraps silently. "
                 f'Use `c10::checked_convert<{typ}>({cast.operand.text}, "{typ}")` or guard it with `TORCH_CHECK`.'
-                + message_tail(extent, miss, cast.operand.text),
+                + message_tail(extent, miss, cast.operand.text, cast.stmt),
                 fix=fix,
                 severity=severity(extent),
             )
@@ -278,7 +288,7 @@ class UncheckedNarrowing(Rule):
                         path,
                         d.init.span,
                         f"`{item.text}` (int64) is stored in a 32-bit array `{d.name}` unchecked; use "
-                        f"`c10::checked_convert<{elem}>` for each element or guard the sizes." + message_tail(extent, miss, item.text),
+                        f"`c10::checked_convert<{elem}>` for each element or guard the sizes." + message_tail(extent, miss, item.text, d.stmt),
                         severity=severity(extent),
                     )
                 continue
@@ -294,7 +304,7 @@ class UncheckedNarrowing(Rule):
                 path,
                 d.span,
                 f"`{d.name}` is `{d.type.strip()}` but initialised from `{d.init.text}` (int64): implicit narrowing wraps past {_limit(declared)}. "
-                f'Use `c10::checked_convert<{short}>({d.init.text}, "{short}")`.' + message_tail(extent, miss, d.init.text),
+                f'Use `c10::checked_convert<{short}>({d.init.text}, "{short}")`.' + message_tail(extent, miss, d.init.text, d.stmt),
                 severity=severity(extent),
             )
         # the subscript each `array[i] = value` assigns to, by its statement and start
@@ -316,7 +326,7 @@ class UncheckedNarrowing(Rule):
                     a.span,
                     f"`{a.lhs}` is `{sym.type_text.strip()}` but assigned `{a.rhs.text}` (int64): implicit narrowing wraps "
                     f"past {_limit(sym.type)}. Use `c10::checked_convert<{sym.type}>({a.rhs.text}, \"{sym.type}\")`."
-                    + message_tail(extent, miss, a.rhs.text),
+                    + message_tail(extent, miss, a.rhs.text, a.stmt),
                     severity=severity(extent),
                 )
                 continue
@@ -336,7 +346,7 @@ class UncheckedNarrowing(Rule):
                 path,
                 a.span,
                 f"`{a.rhs.text}` (int64) is stored into the 32-bit array `{base.op}` unchecked; "
-                f"use `c10::checked_convert` or guard the value with `TORCH_CHECK`." + message_tail(extent, miss, a.rhs.text),
+                f"use `c10::checked_convert` or guard the value with `TORCH_CHECK`." + message_tail(extent, miss, a.rhs.text, a.stmt),
                 severity=severity(extent),
             )
 

@@ -41,6 +41,8 @@ def test_extension_fixtures_are_extension():
         ("#include <torch/extension.h>\n#include <ATen/native/mps/OperationUtils.h>\n", "extension"),  # torchao's aten op
         ("#include <ATen/native/mps/OperationUtils.h>\n", "pytorch"),  # a copy of a PyTorch op
         ("#include <torch/library.h>\n", "extension"),
+        # kernels-community's mlx-rmsnorm: PyTorch's internal helpers, but a public torch header says extension
+        ("#include <torch/version.h>\n#include <ATen/native/mps/OperationUtils.h>\n", "extension"),
         ("#include <ATen/ATen.h>\nvoid f() { auto s = at::mps::getCurrentMPSStream(); }\n", "extension"),
         ("#include <ATen/ATen.h>\nvoid f() { id l = [dev newLibraryWithSource:src options:nil error:nil]; }\n", "extension"),
         ("#include <vector>\n", "extension"),  # no signal, no project: the default

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
 from mpslint.engine import LintOptions, lint
 
 from .conftest import FIXTURES
@@ -78,3 +80,79 @@ def test_mtl202_message_and_unsafe_fix(tmp_path):
 def test_mtl202_is_not_applied_in_extension_kernels(tmp_path):
     text = KERNEL.replace("#include <c10/metal/utils.h>", "#include <metal_stdlib>")
     assert _lint(tmp_path, "kernels/twice.metal", text, ["MTL202"]) == []
+
+
+def test_mps102_inside_a_plain_dispatch_sync_advises_converting_before_the_block(tmp_path):
+    """A `checked_convert` inside `dispatch_sync(queue, ^{...})` would terminate the process instead of throwing:
+    the message says to convert before the block and no automatic fix is offered; outside a block the fix stays."""
+    body = "const uint32_t n = static_cast<uint32_t>(x.numel());\n    [enc setBytes:&n length:sizeof(n) atIndex:0];\n"
+    src = ("#include <torch/extension.h>\n"
+           "void a(const torch::Tensor& x, id<MTLComputeCommandEncoder> enc) {\n"
+           "  dispatch_sync(torch::mps::get_dispatch_queue(), ^() {\n    " + body + "  });\n}\n"
+           "void b(const torch::Tensor& x, id<MTLComputeCommandEncoder> enc) {\n"
+           "  at::mps::dispatch_sync_with_rethrow(torch::mps::get_dispatch_queue(), ^() {\n    " + body + "  });\n}\n")
+    inside, rethrow = sorted(_lint(tmp_path, "op.mm", src, ["MPS102"]), key=lambda f: f.span.line)
+    assert "convert or check before the block" in inside.message and inside.fix is None
+    assert "before the block" not in rethrow.message and rethrow.fix is not None
+
+
+_CB = """#include <torch/extension.h>
+void op(torch::Tensor& out, const torch::Tensor& x, id<MTLComputePipelineState> pso) {{
+  id<MTLCommandBuffer> cb = torch::mps::get_command_buffer();
+  {between}
+  dispatch_sync(torch::mps::get_dispatch_queue(), ^() {{
+    id<MTLComputeCommandEncoder> enc = [cb computeCommandEncoder];
+    [enc setComputePipelineState:pso];
+    [enc setBuffer:getMTLBufferStorage(out) offset:out.storage_offset() * out.element_size() atIndex:0];
+    [enc dispatchThreads:MTLSizeMake(out.numel(), 1, 1) threadsPerThreadgroup:MTLSizeMake(64, 1, 1)];
+    [enc endEncoding];
+  }});
+}}
+"""
+
+
+def _mps113(tmp_path, between: str, min_torch: str | None):
+    from mpslint.config import Config
+
+    p = tmp_path / "op.mm"
+    p.write_text(_CB.format(between=between), encoding="utf-8")
+    res = lint(LintOptions(paths=[str(p)], select=["MPS113"], cwd=tmp_path, config=Config(min_torch=min_torch)))
+    return [f for f in res.findings if "new compute encoder" in f.message]
+
+
+def test_mps113_get_command_buffer_fetched_right_before_is_safe_from_torch_2_10(tmp_path):
+    """pytorch/pytorch#164093 (2.10): `torch::mps::get_command_buffer()` ends PyTorch's coalesced encoder."""
+    quiet = "TORCH_CHECK(x.numel() == out.numel(), \"sizes\");"
+    assert _mps113(tmp_path, quiet, "2.10") == []
+    (old,) = _mps113(tmp_path, quiet, "2.4")
+    assert "only from PyTorch 2.10 on" in old.message and "min-torch" in old.message
+    (unknown,) = _mps113(tmp_path, quiet, None)
+    assert "only from PyTorch 2.10 on" in unknown.message
+    # a PyTorch op between the fetch and the encoder opens a new coalesced encoder: flagged on any release
+    (op,) = _mps113(tmp_path, "auto y = x.contiguous();", "2.10")
+    assert "`x.contiguous` runs between fetching the buffer and opening the encoder" in op.message
+    (op,) = _mps113(tmp_path, "auto y = torch::empty_like(x);", "2.12")
+    assert "`torch::empty_like` runs between" in op.message
+
+
+@pytest.mark.parametrize(
+    "deps,floor",
+    [(["torch>=2.10"], "2.10"), (["numpy", "torch >=2.10.1,<3"], "2.10"), (["torch==2.12.0"], "2.12"), (["torch"], None), ([], None), (["torch>=2.4; sys_platform == 'darwin'"], "2.4")],
+)
+def test_torch_floor_from_project_dependencies(deps, floor):
+    from mpslint.config import torch_floor
+
+    assert torch_floor(deps) == floor
+
+
+def test_min_torch_config(tmp_path):
+    from mpslint.config import ConfigError, load_config
+
+    p = tmp_path / "pyproject.toml"
+    p.write_text('[project]\nname = "x"\ndependencies = ["torch>=2.4"]\n[tool.mpslint]\nmin-torch = "2.10"\n')
+    assert load_config(p).min_torch == "2.10"  # the setting wins over the dependency
+    p.write_text('[project]\nname = "x"\ndependencies = ["torch>=2.11"]\n[tool.mpslint]\n')
+    assert load_config(p).min_torch == "2.11"
+    p.write_text("[tool.mpslint]\nmin-torch = 2.10\n")
+    with pytest.raises(ConfigError, match="in quotes"):
+        load_config(p)

@@ -591,6 +591,10 @@ class FunctionModel:
         if k == "cond":
             return self.range(n.kids[1], stmt, depth + 1, env).join(self.range(n.kids[2], stmt, depth + 1, env))
         if k == "sizeof":
+            # a scalar type's size is exact (`sizeof(float)` is 4); a struct, a vector or an expression: 1 to 64 KB
+            t = self.scope.type_of_text(n.extra) if n.extra else None
+            if t is not None and t.kind in ("int", "float", "bool") and t.bits:
+                return Interval.point(max(1, t.bits // 8))
             return Interval(1, 1 << 16)
         if k == "call":
             return self._call_range(n, stmt, depth, env)
@@ -719,6 +723,13 @@ class FunctionModel:
                 if _contradicts(b, known):
                     return a
             return _join_common(a, b)  # one of them holds: only what both prove
+        if n.kind == "binary" and n.op in ("==", "!="):
+            member = self._membership(n, stmt, env)
+            if member is not None:
+                table, value = member
+                if (n.op == "!=") != truth:
+                    return {}  # not in the table: says nothing about a bound
+                return self._within(value, Interval(min(table), max(table)), stmt, env, depth)
         if n.kind == "binary" and n.op in _COMPARE:
             op = n.op if truth else _NEGATE[n.op]
             return self._compare(n.kids[0], op, n.kids[1], stmt, env, depth)
@@ -749,8 +760,42 @@ class FunctionModel:
             return self._compare(n, "!=" if truth else "==", zero, stmt, env, depth)
         return {}
 
+    def _table(self, n: Node) -> tuple[int, ...] | None:
+        n = strip_parens(n)
+        return lookup_table(self.fn, n.op) if n.kind == "id" else None
+
+    def _membership(self, n: Node, stmt: int, env) -> tuple[tuple[int, ...], Node] | None:
+        """``std::find(t.begin(), t.end(), v) != t.end()`` / ``t.find(v) != t.end()`` (or ``==``) over a constant
+        lookup table ``t``: (the table's values, ``v``)."""
+        a, b = (strip_parens(k) for k in n.kids)
+        for find, end in ((a, b), (b, a)):
+            if find.kind != "call" or find.op != "find" or end.kind != "call" or end.op != "end":
+                continue
+            table_node = end.receiver if end.receiver is not None else (end.args[0] if end.args else None)
+            if table_node is None:
+                continue
+            table = self._table(table_node)
+            if table is None:
+                continue
+            if find.receiver is not None and len(find.args) == 1 and strip_parens(find.receiver).key() == strip_parens(table_node).key():
+                return table, find.args[0]  # a set's own find
+            if find.receiver is None and len(find.args) == 3:
+                return table, find.args[2]
+        return None
+
+    def _within(self, value: Node, iv: Interval, stmt: int, env, depth: int) -> dict[str, Interval]:
+        out: dict[str, Interval] = {}
+        for key, bound in self._decompose(value, iv, stmt, env, depth):
+            prev = out.get(key)
+            out[key] = bound if prev is None else prev.meet(bound)
+        return out
+
     def _prove_call(self, n: Node, truth: bool, stmt: int, env, depth: int) -> dict[str, Interval]:
         name = n.op
+        if truth and name in ("count", "contains") and n.receiver is not None and len(n.args) == 1:
+            table = self._table(n.receiver)
+            if table is not None:
+                return self._within(n.args[0], Interval(min(table), max(table)), stmt, env, depth)
         if not truth:
             if name == "isTooLargeForMPSGraph" and n.args:
                 return {self.key(n.args[0], stmt, env=env) + ".numel()": Interval(0, R.INT32_MAX)}
@@ -805,6 +850,9 @@ class FunctionModel:
                 iv = Interval(lo, iv.hi if iv is not None else None)
             if o == "!=" and cr.lo == 0 and cr.hi == 0:
                 out[self.key(x, stmt, env=env) + "#nonzero"] = Interval(1, 1)
+                for key, bound in self._nonzero_parts(strip_parens(x), stmt, env, depth):
+                    prev = out.get(key)
+                    out[key] = bound if prev is None else prev.meet(bound)
             if o == "!=" and cr.lo is not None and cr.lo == cr.hi:
                 own = self.range(x, stmt, 0, env, guards=False)
                 if own.lo is not None and own.lo == cr.lo:
@@ -823,6 +871,8 @@ class FunctionModel:
         ``max``, the operand of an absolute value; through the locals ``x`` is computed from."""
         n = strip_parens(x)
         yield self.key(n, stmt, env=env), iv
+        if iv.lo is not None and iv.lo >= 1 and depth <= _MAX_DEPTH:
+            yield from self._nonzero_parts(n, stmt, env, depth)
         if depth > _MAX_DEPTH or iv.hi is None:
             return
         if n.kind == "id" and env and n.op in env:
@@ -866,6 +916,44 @@ class FunctionModel:
                 o, at = self.origin(b, stmt)
                 if o is not b:
                     yield self.key(o, at, env=env), Interval(-iv.hi, iv.hi)
+
+    def _nonzero_parts(self, n: Node, stmt: int, env, depth: int):
+        """What ``n`` being non-zero proves of the values it is computed from: the operand of a cast (a narrowed
+        value that is not 0 came from one that is not 0), the numerator of a quotient of non-negative values
+        (`numel / size(-1) >= 1`: `numel >= 1`) and each factor of a product. A non-negative part is then at
+        least 1, any other part is only not 0 (``#nonzero``)."""
+        if depth > _MAX_DEPTH:
+            return
+        if n.kind == "id" and env and n.op in env:
+            caller, arg, at = env[n.op]
+            yield from caller._nonzero_part(strip_parens(arg), at, None, depth + 1)
+            return
+        parts: list[tuple[Node, int]] = []
+        if n.kind == "id":
+            o, at = self.origin(n, stmt)
+            if o is not n:
+                if o.kind == "init" and len(o.kids) == 1:
+                    o = o.kids[0]
+                parts.append((strip_parens(o), at))
+        elif n.kind == "cast" and n.kids:
+            parts.append((strip_parens(n.kids[0]), stmt))
+        elif n.kind == "binary" and n.op == "/" and len(n.kids) == 2:
+            num, den = (strip_parens(k) for k in n.kids)
+            num_r, den_r = self.range(num, stmt, depth + 1, env, guards=False), self.range(den, stmt, depth + 1, env, guards=False)
+            if num_r.lo is not None and num_r.lo >= 0 and den_r.lo is not None and den_r.lo >= 0:
+                parts.append((num, stmt))
+        elif n.kind == "binary" and n.op == "*" and len(n.kids) == 2:
+            parts.extend((strip_parens(k), stmt) for k in n.kids)
+        for part, at in parts:
+            yield from self._nonzero_part(part, at, env if at == stmt else None, depth + 1)
+
+    def _nonzero_part(self, part: Node, at: int, env, depth: int):
+        own = self.range(part, at, depth, env, guards=False)
+        if own.lo is not None and own.lo >= 0:
+            yield self.key(part, at, env=env), Interval(1, None)
+        else:
+            yield self.key(part, at, env=env) + "#nonzero", Interval(1, 1)
+        yield from self._nonzero_parts(part, at, env, depth)
 
     def _at_least_one(self, n: Node, stmt: int, env) -> bool:
         """A factor that is at least 1, or a size of a tensor (a product bound then bounds the other factor for
@@ -1085,16 +1173,48 @@ def _checker_conditions(fn: Function) -> list[tuple[Node, int]] | None:
     return parts or None
 
 
+_MUTATORS = frozenset({"push_back", "emplace_back", "insert", "emplace", "erase", "clear", "resize", "assign", "pop_back", "swap", "fill"})
+
+
+def lookup_table(fn: Function, name: str) -> tuple[int, ...] | None:
+    """The integers of a local table ``name`` (``std::vector<int> v = {32, 64};``, ``int v[] = {...}``,
+    ``std::array``/``std::set`` alike) when it is declared once with a brace list of integer literals and nothing
+    in ``fn`` writes it (no assignment, no ``push_back``/``insert``/...); None otherwise."""
+    decls = [d for d in fn.decls if d.name == name]
+    if len(decls) != 1 or decls[0].init is None or decls[0].init.tree is None or decls[0].pointer or decls[0].reference:
+        return None
+    init = strip_parens(decls[0].init.tree)
+    while init.kind == "init" and len(init.kids) == 1 and strip_parens(init.kids[0]).kind == "init":
+        init = strip_parens(init.kids[0])
+    if init.kind != "init" or not init.kids:
+        return None
+    vals = []
+    for k in init.kids:
+        k = strip_parens(k)
+        neg = k.kind == "unary" and k.op == "-" and k.kids
+        lit = int_literal((k.kids[0] if neg else k).op) if (k.kids and neg and strip_parens(k.kids[0]).kind == "int") or k.kind == "int" else None
+        if lit is None:
+            return None
+        vals.append(-lit[0] if neg else lit[0])
+    if any(a.lhs.strip() == name or a.lhs.strip().startswith(name + "[") for a in fn.assigns) or any(c.receiver == name and c.name in _MUTATORS for c in fn.calls):
+        return None
+    return tuple(vals)
+
+
 def _helper_expression(fn: Function) -> Node | None:
     """What a boolean helper returns, as one expression of its parameters:
     - ``return <expr>;`` alone;
     - a chain of guards, ``if (c1) return false; ... return <expr or true>;`` -> ``!c1 && ... && expr``;
     - ``switch (x) { case A: case B: return true; default: return false; }`` -> ``x == A || x == B``.
-    Anything else (locals, loops, other statements) is not summarised."""
+    Constant lookup tables declared first (``lookup_table``) may precede them; anything else (other locals,
+    loops, other statements) is not summarised."""
     st = fn.stmts
-    if any(s.kind in ("declaration", "for_statement", "while_statement", "for_range_loop", "do_statement") for s in st):
+    if any(s.kind in ("for_statement", "while_statement", "for_range_loop", "do_statement") for s in st):
         return None
-    top = [i for i, s in enumerate(st) if not s.parents]
+    tables = {d.stmt for d in fn.decls if lookup_table(fn, d.name) is not None}
+    if any(s.kind == "declaration" and i not in tables for i, s in enumerate(st)):
+        return None  # locals other than constant lookup tables (`std::vector<int> sizes = {32, 64};`)
+    top = [i for i, s in enumerate(st) if not s.parents and i not in tables]
     if not top:
         return None
     if len(top) == 1 and st[top[0]].kind == "switch_statement" and st[top[0]].tree is not None:

@@ -147,6 +147,42 @@ def test_switch_helper_is_summarised_as_its_true_labels():
     assert fm.range(node, stmt) == Interval(32, 128)
 
 
+def test_membership_in_a_constant_table_bounds_the_value():
+    """`std::find(sizes.begin(), sizes.end(), h) != sizes.end()` over a literal table: h is within its values."""
+    table = "std::vector<int> sizes = {32, 64, 80, 256};\n"
+    find = "std::find(sizes.begin(), sizes.end(), h) {op} sizes.end()"
+    pre = "static bool valid(int64_t h) {\n  " + table + "  return " + find + ";\n}\n"
+    fm = _fm("TORCH_CHECK(valid(n), \"x\");\nauto probe = n;", pre=pre.replace("{op}", "!="))
+    node, stmt = _probe(fm)
+    assert fm.range(node, stmt) == Interval(32, 256)
+    # inline in the op, a set's own find, an array and `count`
+    fm = _fm("const std::array<int64_t, 3> ok = {8, 16, 32};\nTORCH_CHECK(std::find(ok.begin(), ok.end(), n) != ok.end(), \"x\");\nauto probe = n;")
+    assert _hi(fm) == 32
+    fm = _fm("static const std::set<int64_t> ok = {8, 16};\nTORCH_CHECK(ok.find(n) != ok.end(), \"x\");\nauto probe = n;")
+    assert _hi(fm) == 16
+    fm = _fm("static const std::set<int64_t> ok = {8, 16};\nif (!ok.count(n)) {\n  return;\n}\nauto probe = n;")
+    assert _hi(fm) == 16
+    # must NOT bound: not found (`==`), a table something writes, a table of run-time values, only one arm
+    fm = _fm("TORCH_CHECK(valid(n), \"x\");\nauto probe = n;", pre=pre.replace("{op}", "=="))
+    assert _hi(fm) == (1 << 63) - 1
+    fm = _fm("std::vector<int64_t> ok = {8, 16};\nok.push_back(t.size(0));\nTORCH_CHECK(std::find(ok.begin(), ok.end(), n) != ok.end(), \"x\");\nauto probe = n;")
+    assert _hi(fm) == (1 << 63) - 1
+    fm = _fm("std::vector<int64_t> ok = {8, t.size(0)};\nTORCH_CHECK(std::find(ok.begin(), ok.end(), n) != ok.end(), \"x\");\nauto probe = n;")
+    assert _hi(fm) == (1 << 63) - 1
+    fm = _fm("const std::array<int64_t, 2> ok = {8, 16};\nTORCH_CHECK(flag || std::find(ok.begin(), ok.end(), n) != ok.end(), \"x\");\nauto probe = n;")
+    assert _hi(fm) == (1 << 63) - 1
+
+
+def test_sizeof_a_scalar_type_is_exact():
+    fm = _fm("TORCH_CHECK(n <= 100 && n >= 0, \"x\");\nauto probe = 4 * n * sizeof(float);")
+    assert _hi(fm) == 1600
+    fm = _fm("TORCH_CHECK(n <= 100 && n >= 0, \"x\");\nauto probe = n * sizeof(int64_t);\nauto h = n * sizeof(at::Half);\nauto p = n * sizeof(Params);\nauto e = n * sizeof(n);")
+    assert _hi(fm) == 800
+    assert _hi(fm, "h") == 200
+    assert _hi(fm, "p") == 100 << 16  # a struct: any size up to 64 KB
+    assert _hi(fm, "e") == 100 << 16  # an expression's size: the same
+
+
 def test_switch_helper_with_a_true_default_proves_nothing():
     pre = ("inline bool supported(int64_t d) {\n  switch (d) {\n    case 32:\n      return false;\n"
            "    default:\n      return true;\n  }\n}\n")
@@ -260,6 +296,23 @@ def test_emptiness_tests_give_lower_bounds():
     fm = _fm("if (n == 0) {\n  return;\n}\nauto probe = n;")
     node, stmt = _probe(fm)
     assert fm.range(node, stmt).lo < 0  # n may be negative: n != 0 says nothing about a lower bound
+
+
+def test_a_nonzero_count_proves_what_it_is_computed_from_nonzero():
+    """`if (rows == 0 || d == 0) return;` with `rows = (uint32_t)(t.numel() / t.size(-1))`: t has elements."""
+    def lo(body, var="probe"):
+        fm = _fm(body)
+        node, stmt = _probe(fm, var)
+        return fm.range(node, stmt).lo
+
+    rows = "const uint32_t rows = static_cast<uint32_t>(t.numel() / t.size(-1));\n"
+    assert lo(rows + "const uint32_t d = t.size(-1) / 2;\nif (rows == 0 || d == 0) return;\nauto probe = t.numel();") == 1
+    assert lo("if (t.size(0) * t.size(1) == 0) return;\nauto probe = t.size(1);") == 1
+    assert lo("auto c = t.size(0) * u.size(0);\nTORCH_CHECK(c > 0, \"x\");\nauto probe = u.size(0);") == 1
+    # must NOT prove it: the count is not computed from numel; a sum; a numerator that may be negative
+    assert lo("const uint32_t d = t.size(-1) / 2;\nif (d == 0) return;\nauto probe = t.numel();") == 0
+    assert lo("if (t.size(0) + t.size(1) == 0) return;\nauto probe = t.size(1);") == 0
+    assert lo("if (n / t.size(0) == 0) return;\nauto probe = n;") is None or lo("if (n / t.size(0) == 0) return;\nauto probe = n;") < 1
 
 
 def test_numel_bound_bounds_each_size_not_strides():
