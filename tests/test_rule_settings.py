@@ -53,7 +53,7 @@ def test_cli_exits_2_on_a_bad_setting(tmp_path):
 
 
 def test_settings_are_in_the_rule_metadata():
-    assert rule_by_code("MPS102").metadata()["settings"] == {"narrowed-dimensions": "extension"}
+    assert rule_by_code("MPS102").metadata()["settings"] == {"narrowed-dimensions": False}
 
 
 def _mps102(config: Config, tree: str = "aten"):
@@ -71,7 +71,7 @@ def test_mps102_in_pytorch_reports_linear_extents_by_default_and_dimensions_when
     assert all("one dimension's size or stride" in m for _, _, m in dims)
 
 
-def test_mps102_in_extension_code_reports_dimensions_by_default_and_not_when_turned_off(tmp_path):
+def test_mps102_in_extension_code_reports_dimensions_only_when_asked(tmp_path):
     ext = tmp_path / "myext" / "csrc"
     ext.mkdir(parents=True)
     (tmp_path / "myext" / "setup.py").write_text("from torch.utils.cpp_extension import CppExtension\n")
@@ -91,5 +91,7 @@ def test_mps102_in_extension_code_reports_dimensions_by_default_and_not_when_tur
         assert all(file_context(res.project, f.path) == "extension" for f in res.findings)
         return sorted(f.span.line for f in res.findings)
 
-    assert lines(Config()) == [3, 4]  # the default "extension": one dimension's size too
+    assert lines(Config()) == [4]  # the default: linear extents only
+    assert lines(Config(rule_settings={"MPS102": {"narrowed-dimensions": "extension"}})) == [3, 4]
+    assert lines(Config(rule_settings={"MPS102": {"narrowed-dimensions": True}})) == [3, 4]
     assert lines(Config(rule_settings={"MPS102": {"narrowed-dimensions": False}})) == [4]
