@@ -121,6 +121,13 @@ class RuleContext:
             extra=tuple(sorted((k, str(v)) for k, v in extra.items())),
         )
 
+    def span(self, path: str, start: int, end: int) -> Span:
+        """The span of ``start``..``end`` (character offsets) in ``path``: where an expression tree node sits."""
+        idx = self.project.sources[path].index
+        l1, c1 = idx.position(start)
+        l2, c2 = idx.position(end)
+        return Span(start, end, l1, c1, l2, c2)
+
     def edit(self, path: str, start: int, end: int, content: str) -> Edit:
         idx = self.project.sources[path].index
         l1, c1 = idx.position(start)

@@ -78,6 +78,14 @@ get no such allowance.
 **Severity.** A linear extent (a numel, a product of sizes, a byte count or offset) narrowed unchecked is an
 error; one dimension's size or stride is a warning: the message says which.
 
+**Products of narrowed sizes.** `int M = x.size(-2); int K = x.size(-1); ... x.numel() / (M * K)` multiplies two
+sizes already narrowed to `int` in `int` arithmetic: past 2^31 the product wraps (undefined behaviour), however
+each factor was checked, and a long prefill reaches it (131,072 tokens x 16,384). The product is reported (an
+error) unless the factors' ranges keep it in range; the fix is to multiply in 64 bits (`int64_t(M) * K`).
+Unsigned products (`uint B = batch * heads`) are not reported yet: they wrap only past 2^32, which for leading
+dimensions needs more memory than any Mac once the other dimensions are counted, and the model cannot yet take
+the other dimensions' lower bounds from the callers' checks.
+
 ## Settings
 By default the rule reports **linear extents only**, in PyTorch's code and in extensions alike. One dimension
 narrowed to 32 bits wraps only when that single dimension passes 2^31 (2^32 unsigned). In PyTorch's op code the
@@ -113,6 +121,7 @@ from mpslint.semantic.core_callers import square_inputs
 from mpslint.model import Fix, Severity
 from mpslint.rule import Rule, Setting
 from mpslint.semantic.expressions import identifiers, strip_parens, walk
+from mpslint.semantic import ranges as R
 from mpslint.semantic.model import CHECKED, semantic_model
 from mpslint.semantic.types import fits
 
@@ -308,6 +317,7 @@ class UncheckedNarrowing(Rule):
                 f'Use `c10::checked_convert<{short}>({d.init.text}, "{short}")`.' + message_tail(extent, miss, d.init.text, d.stmt),
                 severity=severity(extent),
             )
+        yield from _narrow_products(ctx, self, path, fm)
         # the subscript each `array[i] = value` assigns to, by its statement and start
         subscript_at = {(sub.stmt, sub.span.start): sub.tree for sub in fn.subscripts if sub.tree is not None}
         for a in fn.assigns:
@@ -350,6 +360,58 @@ class UncheckedNarrowing(Rule):
                 f"use `c10::checked_convert` or guard the value with `TORCH_CHECK`." + message_tail(extent, miss, a.rhs.text, a.stmt),
                 severity=severity(extent),
             )
+
+
+def _narrow_products(ctx, self, path, fm, dimensions_only_flag=None):
+    """`M * K` of sizes already narrowed to signed 32 bits (`int M = x.size(-2);`), multiplied in `int`: a linear
+    extent that wraps (undefined behaviour) however each factor was checked, unless their ranges keep the product
+    in range."""
+    fn = fm.fn
+    trees = [(d.init.tree, d.stmt) for d in fn.decls if d.init is not None and d.init.tree is not None]
+    trees += [(st.tree, k) for k, st in enumerate(fn.stmts) if st.tree is not None and st.kind not in ("if_statement", "for_statement", "while_statement", "switch_statement", "for_range_loop")]
+    found = []
+    for tree, stmt in trees:
+        for n in walk(tree):
+            if n.kind != "binary" or n.op != "*" or len(n.kids) != 2:
+                continue
+            t = fm.type_of(n, stmt)
+            if not t.is_int or t.bits > 32 or t.kind == "bool" or not t.signed:
+                # signed only: there the wrap is undefined behaviour. An unsigned product of narrowed sizes
+                # (`uint B = batch * heads` in a grid) wraps only past 2^32, which for leading dimensions needs more
+                # memory than any Mac once the other dimensions are counted, a bound the model cannot yet take from
+                # the callers' checks
+                continue
+            if fm.extent(n, stmt) != "linear":
+                continue
+            kids = [strip_parens(k) for k in n.kids]
+            sized = [bool(fm.sized_from(k, stmt)) for k in kids]
+            if not any(sized):
+                continue
+            if any(not sz and k.kind not in ("int", "sizeof") and not fm.range(k, stmt).bounded for k, sz in zip(kids, sized)):
+                continue  # a factor that is neither a tensor's size nor a known value (a kernel size from the user)
+            a, b = (fm.range(k, stmt) for k in kids)
+            prod = R.mul(a, b)
+            if prod.lo is not None and prod.hi is not None and prod.lo >= t.min() and prod.hi <= t.max():
+                continue
+            found.append((n, stmt, t))
+    found.sort(key=lambda x: (x[0].start, -(x[0].end - x[0].start)))
+    out = []
+    for n, stmt, t in found:
+        if any(o.start <= n.start and n.end <= o.end for o, _, _ in out):
+            continue  # inside a product already reported: one finding for `M * N * K`
+        out.append((n, stmt, t))
+    for n, stmt, t in out:
+        a = strip_parens(n.kids[0])
+        yield ctx.finding(
+            self,
+            path,
+            ctx.span(path, n.start, n.end),
+            f"`{n.text}` multiplies sizes narrowed to 32 bits in `{t.name or 'int'}` arithmetic: past {_limit(t)} the "
+            f"product wraps (undefined behaviour) however each factor was checked. Compute it in "
+            f"64 bits (`int64_t({a.text}) * ...`) or from the tensor's own sizes. It is a linear extent (numel, product "
+            "of sizes, bytes or offset).",
+            severity=Severity.ERROR,
+        )
 
 
 class _Callers:
