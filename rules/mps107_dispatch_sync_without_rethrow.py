@@ -37,7 +37,10 @@ before the block. The fix writes the name the file can reach: plain `dispatch_sy
 `ATen/native/mps/OperationUtils.h` (which says `using namespace at::mps;`), `using namespace at::mps` or
 `namespace at::mps {` makes it visible; elsewhere (an out-of-tree extension that includes only
 `<torch/extension.h>`) the qualified `at::mps::dispatch_sync_with_rethrow`, adding
-`#include <ATen/mps/MPSStream.h>`, which declares it, when the file does not include it. Not flagged: blocks that only encode (bind, dispatch, profile),
+`#include <ATen/mps/MPSStream.h>`, which declares it, when the file does not include it. That declaration exists
+from PyTorch 2.10 on (pytorch/pytorch#167445; before it the function was `at::native::mps::` in
+`OperationUtils.h`): in an extension that does not require torch >= 2.10 (`min-torch`, or `torch>=2.10` in its
+`[project] dependencies`) the message says so and the fix is offered as unsafe. Not flagged: blocks that only encode (bind, dispatch, profile),
 `TORCH_INTERNAL_ASSERT_DEBUG_ONLY`, which is compiled out of release builds, and a throw under the
 `default:` of a `switch` whose `case` labels name every enumerator of a project enum (a guard against a
 corrupt value, such as a profiler's "invalid info type" check, not a path any valid value takes).
@@ -115,6 +118,11 @@ class DispatchSyncWithoutRethrow(Rule):
             memo[key] = why
             return why
 
+        def old_torch(path) -> bool:
+            """An extension that may run on a PyTorch older than 2.10, where `at::mps::dispatch_sync_with_rethrow`
+            (<ATen/mps/MPSStream.h>) does not exist yet; PyTorch's own code is always its current release."""
+            return ctx.file_context(path) == "extension" and (ctx.min_torch is None or ctx.min_torch < (2, 10))
+
         for path in sorted(hosts):
             text = ctx.text(path)
             for fn in hosts[path].functions:
@@ -136,8 +144,12 @@ class DispatchSyncWithoutRethrow(Rule):
                         if add_include:
                             edits.insert(0, include_edit(ctx, path, hosts[path].includes, header))
                         note = f" and include <{header}>" if add_include else ""
-                        fix = Fix(f"Use `{name}`{note}", tuple(edits), "safe")
+                        fix = Fix(f"Use `{name}`{note}", tuple(edits), "safe" if not old_torch(path) else "unsafe")
                     where = f" (declared in <{header}>, which this file does not include yet)" if add_include else ""
+                    if old_torch(path):
+                        where += (" — from PyTorch 2.10 on (pytorch/pytorch#167445); before it the function is "
+                                  "`at::native::mps::dispatch_sync_with_rethrow` in <ATen/native/mps/OperationUtils.h>, so the "
+                                  "automatic fix is unsafe until the extension requires torch >= 2.10 (`min-torch`)")
                     yield ctx.finding(
                         self,
                         path,

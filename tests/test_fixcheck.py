@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from mpslint import fixcheck, names
+from mpslint.config import Config
 from mpslint.engine import LintOptions, lint
 from mpslint.fixer import fix
 
@@ -15,6 +16,10 @@ from .conftest import FIXTURES
 
 import mpslint.rules.mps107_dispatch_sync_without_rethrow as mps107
 
+
+
+# the extension requires torch >= 2.10, where `at::mps::dispatch_sync_with_rethrow` exists: MPS107's fix is safe
+TORCH_2_10 = Config(min_torch="2.10")
 
 def _place(tmp_path, fixture: str, name: str):
     d = tmp_path / "mps"
@@ -25,8 +30,8 @@ def _place(tmp_path, fixture: str, name: str):
 
 
 def test_extension_fix_qualifies_and_includes(tmp_path):
-    _place(tmp_path, "fixes/ext_rethrow.before.mm", "op.mm")
-    out = fix(LintOptions(paths=[str(tmp_path)], select=["MPS107"], cwd=tmp_path))
+    _place(tmp_path, "fixes/unsafe_ext_rethrow.before.mm", "op.mm")
+    out = fix(LintOptions(paths=[str(tmp_path)], select=["MPS107"], cwd=tmp_path, config=TORCH_2_10))
     assert [f.code for f in out.applied] == ["MPS107"] and not out.rejected
     (text,) = out.texts.values()
     assert "at::mps::dispatch_sync_with_rethrow(queue" in text and "#include <ATen/mps/MPSStream.h>" in text
@@ -34,9 +39,9 @@ def test_extension_fix_qualifies_and_includes(tmp_path):
 
 def test_a_missing_include_is_added_for_any_rule(tmp_path, monkeypatch):
     """A fix that forgets the header its name needs gets it from the generic completion (RuleContext.finding)."""
-    _place(tmp_path, "fixes/ext_rethrow.before.mm", "op.mm")
+    _place(tmp_path, "fixes/unsafe_ext_rethrow.before.mm", "op.mm")
     monkeypatch.setattr(mps107, "include_edit", lambda ctx, path, includes, header, *a: ctx.edit(path, 0, 0, ""))
-    out = fix(LintOptions(paths=[str(tmp_path)], select=["MPS107"], cwd=tmp_path))
+    out = fix(LintOptions(paths=[str(tmp_path)], select=["MPS107"], cwd=tmp_path, config=TORCH_2_10))
     assert [f.code for f in out.applied] == ["MPS107"] and not out.rejected
     (text,) = out.texts.values()
     assert "#include <ATen/mps/MPSStream.h>" in text and "at::mps::dispatch_sync_with_rethrow(queue" in text
@@ -51,19 +56,19 @@ def _unqualified(monkeypatch):
 def test_fix_writing_an_unreachable_name_is_not_offered(tmp_path, monkeypatch):
     """Plain `dispatch_sync_with_rethrow` in a file with no `using namespace at::mps`: no include makes it
     visible, so the finding stays and its fix is not offered."""
-    _place(tmp_path, "fixes/ext_rethrow.before.mm", "op.mm")
+    _place(tmp_path, "fixes/unsafe_ext_rethrow.before.mm", "op.mm")
     _unqualified(monkeypatch)
-    result = lint(LintOptions(paths=[str(tmp_path)], select=["MPS107"], cwd=tmp_path))
+    result = lint(LintOptions(paths=[str(tmp_path)], select=["MPS107"], cwd=tmp_path, config=TORCH_2_10))
     (finding,) = result.findings
     assert finding.code == "MPS107" and finding.fix is None
 
 
 def test_fix_introducing_an_undeclared_name_is_refused(tmp_path, monkeypatch):
     """Offered anyway (the completion bypassed), the fixer refuses it itself: nothing is written."""
-    _place(tmp_path, "fixes/ext_rethrow.before.mm", "op.mm")
+    _place(tmp_path, "fixes/unsafe_ext_rethrow.before.mm", "op.mm")
     _unqualified(monkeypatch)
     monkeypatch.setattr(fixcheck, "complete", lambda ctx, fix, scopes: fix)
-    out = fix(LintOptions(paths=[str(tmp_path)], select=["MPS107"], cwd=tmp_path))
+    out = fix(LintOptions(paths=[str(tmp_path)], select=["MPS107"], cwd=tmp_path, config=TORCH_2_10))
     assert not out.applied and not out.texts
     ((finding, why),) = out.rejected
     assert finding.code == "MPS107"
