@@ -169,6 +169,9 @@ def binding_siblings(files: list[Discovered], cwd: Path) -> list[Discovered]:
     (``csrc/bindings.cpp``) or in a folder beside the ``.mm``'s (``torch-ext/torch_binding.cpp``)."""
     have = {Path(f.fs_path).resolve() for f in files}
     homes = sorted({Path(f.fs_path).resolve().parent for f in files if f.kind == "host" and f.fs_path.endswith(".mm")})
+    # PyTorch's own tree binds through native_functions.yaml and REGISTER_DISPATCH; and a folder beside
+    # `aten/src/ATen/mps` is `aten/src/ATen/native`, hundreds of C++ files: not read
+    homes = [h for h in homes if not ("ATen" in h.parts and "aten" in h.parts)]
     dirs: set[Path] = set(homes)
     for h in homes:  # and the folders beside it: `relu/torch-ext/torch_binding.cpp` for `relu/relu_metal/relu.mm`
         try:

@@ -242,3 +242,16 @@ def test_binding_file_beside_the_host_code_is_read_as_context(tmp_path, mm_dir, 
     assert f"{binding_dir}/bindings.cpp" not in got.project.linted
     assert [(f.path, f.span.line, f.code) for f in got.findings if f.code == "MPS102"] == [(f"{mm_dir}/ops.mm", 5, "MPS102")]
     assert all(not f.path.endswith(".cpp") for f in got.findings)
+
+
+def test_binding_files_are_not_searched_for_inside_pytorch(tmp_path):
+    """Beside `aten/src/ATen/mps` lies `aten/src/ATen/native` and its hundreds of C++ files: PyTorch binds through
+    the yaml and REGISTER_DISPATCH, so no folder of its tree is searched for binding files."""
+    mps = tmp_path / "aten/src/ATen/mps"
+    native = tmp_path / "aten/src/ATen/native"
+    mps.mkdir(parents=True)
+    native.mkdir(parents=True)
+    (mps / "Stream.mm").write_text("void f() {}\n")
+    (native / "library.cpp").write_text(BINDINGS_CPP)
+    got = lint(LintOptions(paths=[str(mps)], select=["ALL"], cwd=tmp_path))
+    assert not any(p.endswith(".cpp") for p in got.project.hosts)
