@@ -108,33 +108,32 @@ def torch_floor(dependencies) -> str | None:
     return None
 
 
-def nearest_torch_floor(start: Path) -> str | None:
-    """The torch floor of the nearest ``pyproject.toml`` above ``start`` (with or without a [tool.mpslint] table)."""
+def _pyprojects(start: Path, stop_at_repo: bool = False):
+    """(path, parsed TOML or None when unreadable) of every ``pyproject.toml`` from ``start`` up; with
+    ``stop_at_repo``, none above the directory holding ``.git``."""
     start = start.resolve()
     for anc in [start, *start.parents]:
         cand = anc / "pyproject.toml"
         if cand.is_file():
             try:
-                data = tomllib.loads(cand.read_text(encoding="utf-8"))
+                yield cand, tomllib.loads(cand.read_text(encoding="utf-8"))
             except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-                return None
-            return torch_floor(data.get("project", {}).get("dependencies", []))
-        if (anc / ".git").exists():
-            return None
+                yield cand, None
+        if stop_at_repo and (anc / ".git").exists():
+            return
+
+
+def nearest_torch_floor(start: Path) -> str | None:
+    """The torch floor of the nearest ``pyproject.toml`` above ``start`` (with or without a [tool.mpslint] table)."""
+    for _, data in _pyprojects(start, stop_at_repo=True):
+        return torch_floor(data.get("project", {}).get("dependencies", [])) if data else None
     return None
 
 
 def find_pyproject(start: Path) -> Path | None:
-    start = start.resolve()
-    for anc in [start, *start.parents]:
-        cand = anc / "pyproject.toml"
-        if cand.is_file():
-            try:
-                data = tomllib.loads(cand.read_text(encoding="utf-8"))
-            except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-                continue
-            if "mpslint" in data.get("tool", {}):
-                return cand
+    for cand, data in _pyprojects(start):
+        if data is not None and "mpslint" in data.get("tool", {}):
+            return cand
     return None
 
 

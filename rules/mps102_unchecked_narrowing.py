@@ -362,7 +362,7 @@ class UncheckedNarrowing(Rule):
             )
 
 
-def _narrow_products(ctx, self, path, fm, dimensions_only_flag=None):
+def _narrow_products(ctx, self, path, fm):
     """`M * K` of sizes already narrowed to signed 32 bits (`int M = x.size(-2);`), multiplied in `int`: a linear
     extent that wraps (undefined behaviour) however each factor was checked, unless their ranges keep the product
     in range."""

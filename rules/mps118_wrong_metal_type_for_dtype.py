@@ -106,12 +106,13 @@ class WrongMetalTypeForDtype(Rule):
                             continue
                         seen.add(n.start)
                         want = _CANONICAL.get(dtype, "")
+                        t = parse_type(metal, {})
+                        what = "signedness" if (t.kind, t.bits) == _DTYPES[dtype][:2] else "width or kind"
                         yield ctx.finding(
                             self,
                             path,
                             ctx.span(path, lit.start, lit.end),
-                            f"`{n.kids[0].text}` is paired with the Metal type `{metal}`, of another "
-                            f"{'signedness' if parse_type(metal, {}).bits == _DTYPES[dtype][1] and parse_type(metal, {}).kind == _DTYPES[dtype][0] else 'width or kind'}: "
+                            f"`{n.kids[0].text}` is paired with the Metal type `{metal}`, of another {what}: "
                             f"the kernel reads the tensor's elements as `{metal}` (a `uint8` read as `char` sign-extends). "
                             f"Use `\"{want}\"`" + (", or `scalarToMetalTypeString`." if ctx.file_context(path) == "pytorch" else "."),
                         )
