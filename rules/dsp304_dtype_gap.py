@@ -39,9 +39,8 @@ Guide: *Binary Kernel Type Registration Macros* and *Checklist* — "Supports re
 
 from __future__ import annotations
 
-import re
-
 from mpslint.facts.host import HOST_DTYPES
+from mpslint.semantic.expressions import strip_parens
 from mpslint.facts.metal import FLOAT_TYPES
 from mpslint.model import Severity
 from mpslint.rule import Rule
@@ -71,7 +70,38 @@ def launch_dtypes(graph, impl: str, depth: int = 0):
     return types, spans
 
 
-_NOT_DTYPE = re.compile(r"(?:scalar_type\(\)|dtype\(\))\s*!=\s*(?:at::|c10::|ScalarType::|kScalarType)*(\w+)")
+_DTYPE_READERS = frozenset({"scalar_type", "dtype", "common_dtype", "input_dtype"})
+
+
+def _is_dtype_read(n) -> bool:
+    n = strip_parens(n)
+    return n.kind == "call" and n.op in _DTYPE_READERS and n.receiver is not None
+
+
+def _rejected(cond) -> set[str]:
+    """Dtypes a condition proves the tensor is not: ``t.scalar_type() != kBool`` and the arms of ``&&``
+    (``||`` proves nothing of either arm, ``!(a == kBool)`` is read as ``!=``)."""
+    n = strip_parens(cond)
+    if n.kind == "binary" and n.op == "&&":
+        return _rejected(n.kids[0]) | _rejected(n.kids[1])
+    if n.kind == "unary" and n.op == "!" and n.kids:
+        inner = strip_parens(n.kids[0])
+        if inner.kind == "binary" and inner.op == "==":
+            n = inner
+        else:
+            return set()
+    elif not (n.kind == "binary" and n.op == "!="):
+        return set()
+    a, b = n.kids[0], n.kids[1]
+    if _is_dtype_read(b):
+        a, b = b, a
+    if not _is_dtype_read(a):
+        return set()
+    b = strip_parens(b)
+    if b.kind not in ("id", "member"):
+        return set()
+    t = HOST_DTYPES.get((b.op or "").split("::")[-1])
+    return {t} if t else set()
 
 
 def excluded_dtypes(graph, impl: str, depth: int = 0, seen=None) -> set[str]:
@@ -85,11 +115,8 @@ def excluded_dtypes(graph, impl: str, depth: int = 0, seen=None) -> set[str]:
     fn = graph.attrs(impl).get("function")
     if fn is not None:
         for c in fn.calls:
-            if c.name.startswith("TORCH_CHECK") and c.args:
-                for m in _NOT_DTYPE.finditer(c.args[0].text):
-                    t = HOST_DTYPES.get(m.group(1))
-                    if t:
-                        out.add(t)
+            if c.name.startswith("TORCH_CHECK") and c.args and c.args[0].tree is not None:
+                out |= _rejected(c.args[0].tree)
     for caller in graph.into(impl, "calls"):
         out |= excluded_dtypes(graph, caller, depth + 1, seen)
     return out

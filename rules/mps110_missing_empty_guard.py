@@ -64,14 +64,14 @@ from mpslint.model import Severity
 from mpslint.rule import Rule
 from mpslint.semantic.expressions import strip_parens, walk
 from mpslint.semantic.model import semantic_model
+from mpslint.semantic.types import holds_tensor, parse_type
 
 _OPS_PATH = re.compile(r"(?:^|/)native/mps/(?:operations/)?[^/]+\.(?:mm|cpp|h)$")
-_TENSOR = re.compile(r"\b(?:Tensor|TensorBase|TensorIteratorBase|TensorIterator|TensorList|ITensorListRef)\b")
 
 
 def _has_tensor(fn) -> bool:
     """A tensor is in scope: a parameter or local of a tensor type, or a numel()/sizes() call."""
-    if any(_TENSOR.search(p.type or "") for p in fn.params) or any(_TENSOR.search(d.type or "") for d in fn.decls):
+    if any(holds_tensor(parse_type(p.type or "")) for p in fn.params) or any(holds_tensor(parse_type(d.type or "")) for d in fn.decls):
         return True
     return any(c.name in ("numel", "sizes", "nbytes") and c.receiver for c in fn.calls)
 

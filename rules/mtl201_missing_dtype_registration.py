@@ -35,18 +35,22 @@ Guide: *Checklist* — "Supports required dtypes (float32, float16, bfloat16 ...
 
 from __future__ import annotations
 
-import re
-
 from mpslint.facts.metal import FLOAT_TYPES
 from mpslint.model import Severity
 from mpslint.rule import Rule
 
 
-_COMPLEX = re.compile(r"(?<![A-Za-z0-9])(?:float2|half2)(?![0-9])")
+_COMPLEX = frozenset({"float2", "half2"})
+
+
+def _words(name: str) -> list[str]:
+    return "".join(c if c.isalnum() else " " for c in name).split()
 
 
 def _is_complex(reg) -> bool:
-    return bool(_COMPLEX.search(reg.out_dtype) or any(_COMPLEX.search(hn) for hn in reg.host_names))
+    """Complex registrations are written with Metal's two-component float types (``float2`` for complex64),
+    as the output type or as a word of a host name (``mul_float2_float2``)."""
+    return any(w in _COMPLEX for w in _words(reg.out_dtype)) or any(w in _COMPLEX for hn in reg.host_names for w in _words(hn))
 
 
 class MissingDtypeRegistration(Rule):

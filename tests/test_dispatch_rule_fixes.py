@@ -148,3 +148,28 @@ def test_dsp308_severity_follows_what_the_binding_does():
     assert shifted.severity.value == "error" and "`value` is bound at slot 2 but the kernel's `value` is [[buffer(1)]]" in shifted.message
     missing = by_line["mtl_setArgs(encoder, out, input, scale)"]
     assert missing.severity.value == "error" and "nothing binds" in missing.message
+
+
+def test_dsp304_rejected_dtypes_follow_the_logic():
+    """Only a conjunction of `!=` tests (or `!(... == ...)`) proves a dtype absent; `||` proves nothing."""
+    import importlib
+
+    from mpslint.facts.host import host_facts
+    from mpslint.source import LineIndex
+
+    rule = importlib.import_module("rules.dsp304_dtype_gap")
+    cases = {
+        "t.scalar_type() != kBool": {"bool"},
+        "kBool != iter.common_dtype()": {"bool"},
+        "t.scalar_type() != at::kHalf && t.scalar_type() != ScalarType::BFloat16": {"half", "bfloat"},
+        "!(t.dtype() == c10::kLong)": {"long"},
+        "t.scalar_type() != kBool || n == 0": set(),
+        "t.numel() != 0": set(),
+        "t.scalar_type() != other.scalar_type()": set(),
+        "!(t.scalar_type() != kBool)": set(),
+    }
+    for cond, want in cases.items():
+        src = f"void f(const Tensor& t, const Tensor& other, TensorIteratorBase& iter, int n) {{ TORCH_CHECK({cond}); }}"
+        fn = host_facts("t.mm", src, LineIndex(src)).functions[0]
+        call = next(c for c in fn.calls if c.name == "TORCH_CHECK")
+        assert rule._rejected(call.args[0].tree) == want, cond

@@ -95,6 +95,7 @@ _QUALIFIERS = {
 }
 _NAMESPACES = ("std::", "c10::metal::", "c10::", "at::native::mps::", "at::native::", "at::mps::", "at::", "metal::", "torch::", "::")
 _TENSOR_NAMES = {"Tensor", "TensorBase", "OptionalTensorRef", "TensorArg", "MaybeOwned<Tensor>", "TensorList", "ITensorListRef"}
+_NOT_TENSORS = {"TensorOptions", "TensorImpl", "TensorGeometry"}
 _ITER_NAMES = {"TensorIterator", "TensorIteratorBase", "TensorIteratorConfig"}
 _ARRAYREF = {"IntArrayRef", "SymIntArrayRef", "DimVector", "SymDimVector", "DimnameList", "OptionalIntArrayRef"}
 _CONTAINERS = re.compile(r"^(vector|array|SmallVector|ArrayRef|initializer_list|optional|span|deque|list)\s*<(.*)>$")
@@ -143,7 +144,7 @@ def parse_type(text: str, typedefs: dict[str, str] | None = None, _depth: int = 
     m = re.match(r"^vec<(\w+),(\d+)>$", t)
     if m and m.group(1) in SCALARS:
         return CType("vector", name=t, elem=SCALARS[m.group(1)], count=int(m.group(2)))
-    if t in _TENSOR_NAMES or t.startswith("MaybeOwned<") or t.startswith("Tensor"):
+    if t in _TENSOR_NAMES or t.startswith("MaybeOwned<") or (t.startswith("Tensor") and t not in _NOT_TENSORS):
         if t in _ITER_NAMES:
             return ITER
         return TENSOR if not t.startswith("TensorIterator") else ITER
@@ -165,6 +166,21 @@ def parse_type(text: str, typedefs: dict[str, str] | None = None, _depth: int = 
         if alias is not None and alias != text:
             return parse_type(alias, typedefs, _depth + 1)
     return CType("struct", name=t) if re.fullmatch(r"[A-Za-z_]\w*(<.*>)?", t) else UNKNOWN
+
+
+def holds_tensor(t: CType, _depth: int = 0) -> bool:
+    """A tensor or an iterator, or a pointer to, container of or template over one (``std::vector<Tensor>``,
+    ``c10::List<Tensor>``, ``const Tensor*``)."""
+    if _depth > 8:
+        return False
+    if t.kind in ("tensor", "iter"):
+        return True
+    if t.elem is not None and holds_tensor(t.elem, _depth + 1):
+        return True
+    if t.kind == "struct" and "<" in t.name and t.name.endswith(">"):
+        inner = t.name[t.name.index("<") + 1 : -1]
+        return any(holds_tensor(parse_type(a), _depth + 1) for a in _split_targs(inner))
+    return False
 
 
 # --------------------------------------------------------------------------- conversions

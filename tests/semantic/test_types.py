@@ -145,3 +145,20 @@ def test_metal_expression_type(metal, i, expr, want):
 
 def test_at_least_200_expressions():
     assert len(HOST) + len(METAL) >= 200
+
+
+@pytest.mark.parametrize(
+    "text,want",
+    [
+        ("const Tensor&", True), ("at::Tensor", True), ("TensorIteratorBase&", True), ("const Tensor*", True),
+        ("std::vector<at::Tensor>", True), ("std::optional<Tensor>", True), ("c10::List<Tensor>", True),
+        ("std::tuple<Tensor, Tensor>", True), ("TensorList", True), ("ITensorListRef", True),
+        # near-misses: names that start like a tensor, containers of sizes, streams
+        ("TensorOptions", False), ("const at::TensorOptions&", False), ("TensorImpl*", False),
+        ("IntArrayRef", False), ("std::vector<int64_t>", False), ("MPSStream*", False), ("id<MTLBuffer>", False),
+    ],
+)
+def test_holds_tensor(text, want):
+    from mpslint.semantic.types import holds_tensor, parse_type
+
+    assert holds_tensor(parse_type(text)) is want
