@@ -75,6 +75,14 @@ A dimension computed from the sizes of tensors that a dominating check keeps add
 so does what the op derives from them in practice (an output width from an input width). Linear extents
 get no such allowance.
 
+**Sizes boxed into an NSNumber.** `[NSNumber numberWithInt:sizes[i]]` narrows an int64 size to the selector's
+`int` parameter (likewise `numberWithUnsignedInt:`, `numberWithShort:`, `numberWithUnsignedShort:`): the MPSGraph
+shape or MPSNDArray descriptor built from it describes a wrapped tensor. Here one dimension is reported by default
+too (an element of an `IntArrayRef`, `t.size(d)`, through locals): no 32-bit index check bounds an MPSGraph shape,
+a 1-D tensor's one size is its whole extent, and the fix costs nothing. The automatic fix (safe) switches to the
+64-bit selector, `numberWithInteger:` / `numberWithUnsignedInteger:`; `@(value)` boxes an `int64_t` as 64-bit too.
+An axis (`numberWithInt:dim`) is not a size and is not reported.
+
 **Severity.** A linear extent (a numel, a product of sizes, a byte count or offset) narrowed unchecked is an
 error; one dimension's size or stride is a warning: the message says which.
 
@@ -126,6 +134,28 @@ from mpslint.semantic.model import CHECKED, semantic_model
 from mpslint.semantic.types import fits
 
 _FIXABLE = ("uint32_t", "int32_t", "int", "uint16_t", "int16_t")
+
+# NSNumber's boxing selectors that take a 32- or 16-bit parameter, and the 64-bit selector to use instead
+# (NSInteger and NSUInteger are 64-bit on every Mac PyTorch supports).
+_BOXING = {
+    "numberWithInt": ("int", "numberWithInteger"),
+    "numberWithUnsignedInt": ("unsigned int", "numberWithUnsignedInteger"),
+    "numberWithShort": ("short", "numberWithInteger"),
+    "numberWithUnsignedShort": ("unsigned short", "numberWithUnsignedInteger"),
+}
+
+
+def _size_list_element(fm, node, stmt) -> bool:
+    """An element of a size list: ``sizes[i]`` of an ``IntArrayRef`` (a shape helper's parameter, a local
+    ``auto sizes = t.sizes()``), directly or through the locals it was copied to."""
+    o, at = fm.origin(strip_parens(node), stmt)
+    o = strip_parens(o)
+    if o.kind == "cond":
+        return any(_size_list_element(fm, k, at) for k in o.kids[1:])
+    if o.kind != "index":
+        return False
+    base = fm.type_of(o.kids[0], at)
+    return base.kind == "container" and base.name in ("IntArrayRef", "SymIntArrayRef", "DimVector")
 
 
 def _limit(t) -> str:
@@ -201,8 +231,10 @@ class UncheckedNarrowing(Rule):
         wanted = ctx.setting(self, "narrowed-dimensions")
         dimensions = wanted is True or (wanted == "extension" and ctx.file_context(path) == "extension")
 
-        def problem(node, stmt, target):
-            """Why narrowing ``node`` to ``target`` at ``stmt`` may wrap: (extent, near-miss check) or None."""
+        def problem(node, stmt, target, boxed=False):
+            """Why narrowing ``node`` to ``target`` at ``stmt`` may wrap: (extent, near-miss check) or None.
+            ``boxed``: the value is boxed into an NSNumber for an MPSGraph shape, where one dimension is
+            reported too (no 32-bit index check bounds a shape; the 64-bit selector costs nothing)."""
             n = strip_parens(node)
             if any(x.kind in ("call", "cast") and x.op in CHECKED for x in walk(n)):
                 return None
@@ -210,7 +242,9 @@ class UncheckedNarrowing(Rule):
             if not src.is_int or src.bits < 64 or not target.is_int or target.bits >= 64:
                 return None
             extent = fm.extent(n, stmt)
-            if extent is None or (extent != "linear" and not dimensions):
+            if boxed and extent is None and _size_list_element(fm, n, stmt):
+                extent = "dim"
+            if extent is None or (extent != "linear" and not (dimensions or boxed)):
                 return None
             o, at = fm.origin(n, stmt)
             recv = strip_parens(o).receiver if o.kind == "call" else None
@@ -270,6 +304,33 @@ class UncheckedNarrowing(Rule):
                 f"`{cast.operand.text}` (int64) is narrowed to `{typ}` unchecked; past {_limit(target)} it wraps silently. "
                 f'Use `c10::checked_convert<{typ}>({cast.operand.text}, "{typ}")` or guard it with `TORCH_CHECK`.'
                 + message_tail(extent, miss, cast.operand.text, cast.stmt),
+                fix=fix,
+                severity=severity(extent),
+            )
+        for call in fn.calls:
+            boxing = _BOXING.get(call.name)
+            if boxing is None or not call.message_send or len(call.args) != 1 or call.args[0].tree is None:
+                continue
+            if strip_parens(call.args[0].tree).kind == "cast":
+                continue  # an explicit cast is reported itself
+            param, wide = boxing
+            got = problem(call.args[0].tree, call.stmt, fm.scope.type_of_text(param), boxed=True)
+            if got is None:
+                continue
+            extent, miss = got
+            text = ctx.source(path, call.span)
+            at = text.find(call.name + ":")
+            fix = None
+            if at >= 0:
+                start = call.span.start + at
+                fix = Fix(f"Use `{wide}:`", (ctx.edit(path, start, start + len(call.name), wide),), "safe")
+            yield ctx.finding(
+                self,
+                path,
+                call.span,
+                f"`{call.args[0].text}` (int64) is boxed with `{call.name}:`, whose parameter is `{param}`: past "
+                f"{_limit(fm.scope.type_of_text(param))} the NSNumber holds a wrapped value. Use `{wide}:` (64-bit) or `@({call.args[0].text})`."
+                + message_tail(extent, miss, call.args[0].text, call.stmt),
                 fix=fix,
                 severity=severity(extent),
             )
