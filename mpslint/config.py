@@ -88,11 +88,15 @@ def _rule_settings(path: Path, table) -> dict[str, dict]:
 
 def torch_floor(dependencies) -> str | None:
     """The lowest ``torch`` release a ``[project] dependencies`` list admits (``torch>=2.10`` -> "2.10"), or None."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
     if not isinstance(dependencies, list):
         return None
-    for dep in dependencies:
+    # packaging costs ~25 ms to import: only when a dependency can name torch
+    named = [d for d in dependencies if isinstance(d, str) and d.strip().lower().startswith("torch")]
+    if not named:
+        return None
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    for dep in named:
         try:
             req = Requirement(dep) if isinstance(dep, str) else None
         except InvalidRequirement:
