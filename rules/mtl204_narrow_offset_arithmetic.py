@@ -35,9 +35,9 @@ binding `ndim`, `d * ndim` is a product of two run-time `uint`s.
 is reported only if a host function in the tree launches the kernel (directly, or through a device
 helper the kernel calls) and neither it, the helpers it calls nor its callers (two calls either way)
 keep the sizes in range: no `with_32bit_indexing()` split, and no check the model proves to bound a size
-below 2^32 (`can_use_32bit_indexing()`, `canUse32BitIndexMath(t)`, `!isTooLargeForMPSGraph(t)`, a boolean
-helper that compares, or a comparison of a size with a value the model knows: `std::numeric_limits<int32_t>::max()`,
-`INT_MAX`, `constexpr int64_t kMaxRowNumel = 1L << 30`). A check on the launch grid bounds no offset. The message names the unbounded launcher. Kernels that no host code in
+below 2^32 (`can_use_32bit_indexing()`, `canUse32BitIndexMath(t)`, a boolean helper that compares, or a comparison of a size with a value the model knows: `std::numeric_limits<int32_t>::max()`,
+`INT_MAX`, `constexpr int64_t kMaxRowNumel = 1L << 30`). A check on the launch grid bounds no offset, and
+neither does `!isTooLargeForMPSGraph(t)`, which bounds each dimension, not the element count (MPS119). The message names the unbounded launcher. Kernels that no host code in
 the run launches by a name mpslint can resolve are not reported: there is nothing to judge them by.
 When Metal files (or headers) are linted without the operation sources, every unguarded product is
 reported, marked as such.

@@ -366,3 +366,36 @@ def test_mps110_buffer_helper_with_no_caller_in_view_is_left_to_its_callers(tmp_
     p.write_text(MPS110_RETURNS.replace("{ret}", "Tensor&").replace("{params}", "const Tensor& src, Tensor& out")
                  .replace("{tail}", "return out;").split("// a caller in view")[0] + "} // namespace at::native::mps\n", encoding="utf-8")
     assert len(_lint(p, "MPS110", tmp_path)) == 1
+
+
+def test_mps119_in_extension_code_names_a_check_the_wheel_exports(tmp_path):
+    """MPS119's advice holds in an extension: `canUse32BitIndexMath` is declared in a header the wheel ships."""
+    import importlib.util
+
+    ext = tmp_path / "myext" / "csrc"
+    ext.mkdir(parents=True)
+    (tmp_path / "myext" / "setup.py").write_text("from torch.utils.cpp_extension import CppExtension\n")
+    (ext / "join.mm").write_text(
+        "#include <torch/extension.h>\n"
+        "#include <ATen/native/mps/OperationUtils.h>\n"
+        "template <typename index_t> void join_impl(const at::Tensor& out);\n"
+        "at::Tensor join(const at::Tensor& out) {\n"
+        "  if (at::native::mps::isTooLargeForMPSGraph(out)) {\n"
+        "    join_impl<int64_t>(out);\n"
+        "  } else {\n"
+        "    join_impl<uint32_t>(out);\n"
+        "  }\n"
+        "  return out;\n"
+        "}\n"
+    )
+    res = lint(LintOptions(paths=[str(ext / "join.mm")], select=["MPS119"], cwd=tmp_path))
+    from mpslint.context import file_context
+
+    assert [(file_context(res.project, f.path), f.span.line) for f in res.findings] == [("extension", 5)]
+    msg = res.findings[0].message
+    assert "`join_impl<uint32_t>` (line 8)" in msg and "more than 2^32 elements" in msg
+    assert "<ATen/native/CanUse32BitIndexMath.h>" in msg and "std::numeric_limits<uint32_t>::max()" in msg
+    spec = importlib.util.find_spec("torch")
+    if spec is not None and spec.submodule_search_locations:
+        header = next(iter(spec.submodule_search_locations)) + "/include/ATen/native/CanUse32BitIndexMath.h"
+        assert "canUse32BitIndexMath" in open(header).read()

@@ -582,8 +582,11 @@ class CppFacts:
         if func is None:
             return None
         template = ""
-        if func.type == "template_function":
-            targs = func.child_by_field_name("arguments")
+        last = func
+        while last is not None and last.type == "qualified_identifier":
+            last = last.child_by_field_name("name")  # `mps::impl<int32_t>`: the last component's arguments
+        if last is not None and last.type == "template_function":
+            targs = last.child_by_field_name("arguments")
             template = compact(self.mtext(targs))[1:-1] if targs is not None else ""
         elif func.type == "field_expression":
             fld = func.child_by_field_name("field")

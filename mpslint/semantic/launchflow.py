@@ -11,10 +11,11 @@ for Metal code); it decides nothing itself.
 - ``index_range_evidence`` asks the semantic model what, in a launching host function, the helpers it calls and
   its callers (two calls either way), keeps element offsets within 32 bits: a ``with_32bit_indexing()`` split, or
   a check whose condition the model proves to bound a size below 2^32 -- ``can_use_32bit_indexing()``,
-  ``canUse32BitIndexMath(t)``, ``!isTooLargeForMPSGraph(t)``, a boolean helper that compares, or a comparison of
+  ``canUse32BitIndexMath(t)``, a boolean helper that compares, or a comparison of
   a size (``numel()``, ``size(d)``, ``num_indices * D``) with any value the model bounds by 2^32
   (``std::numeric_limits<int32_t>::max()``, ``INT_MAX``, ``constexpr int64_t kMaxRowNumel = 1L << 30``). A bound
-  on what the host dispatches (the grid) bounds no offset and does not count.
+  on what the host dispatches (the grid) bounds no offset and does not count, nor does ``!isTooLargeForMPSGraph(t)``
+  (each dimension below 2^31, not the element count).
 """
 
 from __future__ import annotations

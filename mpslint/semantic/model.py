@@ -344,6 +344,8 @@ class FunctionModel:
             nb = bounds.get(self._shape_key(owner, stmt, 0, env) + ".numel()")
             if nb is not None and nb.interval.hi is not None:
                 r = r.meet(Interval(None, nb.interval.hi))
+        if owner is not None and self.key(owner, stmt, env=env) + "#dims" in bounds:
+            r = r.meet(Interval(None, R.INT32_MAX))
         owner = owner if owner is not None else _stride_owner(o)
         if owner is not None and self.key(owner, stmt, env=env) + "#32bit" in bounds:
             r = r.meet(Interval(None, R.INT32_MAX))
@@ -509,6 +511,8 @@ class FunctionModel:
                 nb = bounds.get(self._shape_key(owner, stmt, 0, env) + ".numel()")
                 if nb is not None and nb.interval.hi is not None:
                     r = r.meet(Interval(None, nb.interval.hi))
+            if owner is not None and bounds and self.key(owner, stmt, env=env) + "#dims" in bounds:
+                r = r.meet(Interval(None, R.INT32_MAX))  # `!isTooLargeForMPSGraph(t)`: each size, not their product
             owner = owner if owner is not None else _stride_owner(o)
             if owner is not None and bounds and self.key(owner, stmt, env=env) + "#32bit" in bounds:
                 # `canUse32BitIndexMath(t)`: every offset t can address fits, so does each size and stride
@@ -737,6 +741,15 @@ class FunctionModel:
             if env and n.op in env:
                 caller, arg, at = env[n.op]
                 return caller.prove(arg, truth, at, None, depth + 1)
+            if not truth:
+                ors = self._or_accumulated(n.op, stmt)
+                if ors:
+                    # `bool large = false; ... large |= isTooLargeForMPSGraph(out);`: false means every `|=` that
+                    # ran on the way here was handed false
+                    out: dict[str, Interval] = {}
+                    for d in ors:
+                        out = _meet_all(out, self.prove(d.rhs, False, d.stmt, None, depth + 1, known))
+                    return out
             vals = self.values(n.op, stmt)
             if vals == [(None, -1)] and self.type_of(n, stmt).kind == "bool":
                 # a flag parameter no statement reassigns: its own atom, which another check or the callers refute
@@ -759,6 +772,17 @@ class FunctionModel:
             zero = Node("int", "0", "", (), n.start, n.start, "0")
             return self._compare(n, "!=" if truth else "==", zero, stmt, env, depth)
         return {}
+
+    def _or_accumulated(self, name: str, stmt: int) -> list:
+        """The `|=` assignments of a ``bool`` local ``name`` that dominate ``stmt``, when every assignment that can
+        reach it is a `|=` (no plain `=` resets the flag); empty otherwise."""
+        sym = self.scope.lookup(name, stmt)
+        if sym is None or sym.stmt < 0 or sym.decl is None or self.name_type(name, stmt).kind != "bool":
+            return []
+        reach = self.defs.reaching(name, sym.stmt, stmt)
+        if not reach or any(d.op != "|=" or d.rhs is None for d in reach):
+            return []
+        return [d for d in reach if self._dominates(d.stmt, stmt)]
 
     def _table(self, n: Node) -> tuple[int, ...] | None:
         n = strip_parens(n)
@@ -798,7 +822,10 @@ class FunctionModel:
                 return self._within(n.args[0], Interval(min(table), max(table)), stmt, env, depth)
         if not truth:
             if name == "isTooLargeForMPSGraph" and n.args:
-                return {self.key(n.args[0], stmt, env=env) + ".numel()": Interval(0, R.INT32_MAX)}
+                # it compares each of the tensor's sizes with INT32_MAX (and, for a strided view on macOS 15, its
+                # storage's element count): each dimension is bounded, not the element count or the offsets
+                # (a contiguous 32769 x 65536 tensor passes it with 2^31 + 65536 elements, pytorch#189960)
+                return {self.key(n.args[0], stmt, env=env) + "#dims": Interval(0, R.INT32_MAX)}
             return {}
         if name == "can_use_32bit_indexing" and n.receiver is not None:
             r = self.key(n.receiver, stmt, env=env)

@@ -333,6 +333,33 @@ def test_32bit_index_math_bounds_sizes_and_strides():
     assert fm.range(node, stmt).hi > UINT32_MAX
 
 
+def test_mpsgraph_size_check_bounds_each_dimension_not_the_element_count():
+    # `isTooLargeForMPSGraph` compares each size with INT32_MAX: a contiguous 32769 x 65536 tensor passes it
+    fm = _fm("if (isTooLargeForMPSGraph(t)) {\n  return;\n}\nauto probe = t.size(1);\nauto count = t.numel();\nauto s = t.stride(0);\nauto o = u.size(0);")
+    assert _hi(fm) == INT32_MAX
+    for name in ("count", "s", "o"):
+        node, stmt = decl(fm, name)
+        assert fm.range(node, stmt).hi > UINT32_MAX, name
+    node, stmt = decl(fm, "count")
+    assert "t.numel()" not in fm.bounds(stmt) and "t#dims" in fm.bounds(stmt)
+
+
+def test_or_accumulated_flag_proves_every_dominating_arm_false():
+    body = ("bool large = false;\nif (flag) {\n  large |= isTooLargeForMPSGraph(u);\n}\nlarge |= t.numel() > INT32_MAX;\n"
+            "if (!large) {\n  auto probe = t.numel();\n  auto w = u.size(0);\n}\nauto after = t.numel();")
+    fm = _fm(body)
+    assert _hi(fm) == INT32_MAX
+    node, stmt = decl(fm, "w")
+    assert fm.range(node, stmt).hi > UINT32_MAX  # that `|=` ran only when `flag` held
+    node, stmt = decl(fm, "after")
+    assert fm.range(node, stmt).hi > UINT32_MAX  # outside the branch
+
+
+def test_or_accumulated_flag_reset_by_a_plain_assignment_proves_nothing():
+    fm = _fm("bool large = false;\nlarge |= t.numel() > INT32_MAX;\nlarge = flag;\nif (!large) {\n  auto probe = t.numel();\n}")
+    assert _hi(fm) > UINT32_MAX
+
+
 # ---------------------------------------------------------------- reads after a declaration
 def _read(body: str, name: str) -> bool:
     fm = _fm(body)
