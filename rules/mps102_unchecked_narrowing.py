@@ -2,7 +2,9 @@
 ## What it does
 Flags an int64 size, `numel()`, stride or storage offset narrowed to 32 bits — by `static_cast`, a
 C-style or functional cast, or implicitly (`uint32_t n = t.numel();`, an element of a `uint32_t`
-array) — with no `c10::checked_convert`, `safe_downcast` or dominating guard on that same value.
+array, a `uint32_t` field of a parameter struct, an argument to a helper's `uint32_t` parameter, a
+`return` from a function declared to return `uint32_t`) — with no `c10::checked_convert`, `safe_downcast`
+or dominating guard on that same value.
 
 ## Why is this bad?
 Most Metal kernels take `numel` as `uint32_t` and index in 32 bits. A tensor with more than 2^32
@@ -82,6 +84,15 @@ too (an element of an `IntArrayRef`, `t.size(d)`, through locals): no 32-bit ind
 a 1-D tensor's one size is its whole extent, and the fix costs nothing. The automatic fix (safe) switches to the
 64-bit selector, `numberWithInteger:` / `numberWithUnsignedInteger:`; `@(value)` boxes an `int64_t` as 64-bit too.
 An axis (`numberWithInt:dim`) is not a size and is not reported.
+
+**Implicit narrowings at a boundary.** The target type may be declared away from the narrowing:
+`params.numel = t.numel();` into a struct's `uint32_t` field (the field's type from the struct's definition in
+the run or in the kernel headers), `bind_count(enc, t.numel())` into `void bind_count(..., uint32_t count)` (or
+a `const uint32_t&`), `return t.numel();` from `static uint32_t element_count(...)`. Such a narrowing has no cast
+to show it, so a reader sees none. A call is judged only when one function in the file (else in the run) can
+take it by name and arity: not a template (it deduces `int64_t`), not overloads that disagree on the parameter,
+not a pointer or non-`const` reference parameter (it would not compile). A `return` inside a block or lambda
+returns from that, not from the function.
 
 **Severity.** A linear extent (a numel, a product of sizes, a byte count or offset) narrowed unchecked is an
 error; one dimension's size or stride is a warning: the message says which.
@@ -205,6 +216,77 @@ class UncheckedNarrowing(Rule):
                 # comes with its square's worth of elements
                 square = {fn.params[i].name for i in square_inputs(stubs_of.get(hf.short_name(fn.name), set())) if i < len(fn.params)}
                 yield from self._check_fn(ctx, path, fm, fn.name in sub_callees, has_include, facts.includes, callers, square)
+
+    def _implicit_at_boundaries(self, ctx, path, fm, problem, message_tail, severity):
+        """Implicit narrowings whose target type is declared elsewhere: a struct field assigned an int64
+        (`params.numel = t.numel();`), an argument passed to a narrower parameter of a function in the run
+        (`launch_rows(enc, t.numel())` with `int rows`), and a value returned from a function declared to return
+        a narrower type (`int count(const Tensor& t) { return t.numel(); }`)."""
+        fn = fm.fn
+        for a in fn.assigns:
+            if a.op != "=" or a.rhs.tree is None or a.lhs.isidentifier() or not (0 <= a.stmt < len(fn.stmts)):
+                continue
+            root = fn.stmts[a.stmt].tree
+            node = next((n for n in walk(root) if n.kind == "assign" and n.start == a.span.start), None) if root is not None else None
+            lhs = strip_parens(node.kids[0]) if node is not None and node.kids else None
+            if lhs is None or lhs.kind != "member" or strip_parens(a.rhs.tree).kind == "cast":
+                continue
+            target = fm.type_of(lhs, a.stmt)
+            got = problem(a.rhs.tree, a.stmt, target) if target.is_int else None
+            if got is None:
+                continue
+            extent, miss = got
+            yield ctx.finding(
+                self,
+                path,
+                a.span,
+                f"`{a.lhs}` is `{target}` but assigned `{a.rhs.text}` (int64): implicit narrowing wraps past {_limit(target)}. "
+                f'Use `c10::checked_convert<{target}>({a.rhs.text}, "{target}")`.' + message_tail(extent, miss, a.rhs.text, a.stmt),
+                severity=severity(extent),
+            )
+        by_name = hf.functions_named(ctx.project.hosts)
+        for call in fn.calls:
+            if call.message_send or call.receiver or call.stmt < 0 or call.name not in by_name:
+                continue
+            for i, arg in enumerate(call.args):
+                if arg.tree is None or strip_parens(arg.tree).kind == "cast":
+                    continue
+                ptext = _callee_param_type(fm, call, i, by_name, path)
+                target = fm.scope.type_of_text(ptext) if ptext else None
+                if target is None or not target.is_int or target.kind == "bool":
+                    continue
+                got = problem(arg.tree, call.stmt, target)
+                if got is None:
+                    continue
+                extent, miss = got
+                yield ctx.finding(
+                    self,
+                    path,
+                    arg.span,
+                    f"`{arg.text}` (int64) is passed to `{call.name}`, whose parameter {i + 1} is `{ptext}`: implicit narrowing wraps "
+                    f'past {_limit(target)}. Use `c10::checked_convert<{target}>({arg.text}, "{target}")` or widen the parameter.'
+                    + message_tail(extent, miss, arg.text, call.stmt),
+                    severity=severity(extent),
+                )
+        ret = fm.scope.type_of_text(fn.return_type) if fn.return_type else None
+        if ret is None or not ret.is_int or ret.kind == "bool" or ret.bits >= 64:
+            return
+        for i, st in enumerate(fn.stmts):
+            if st.kind != "return_statement" or st.tree is None or st.blocks or strip_parens(st.tree).kind == "cast":
+                continue
+            got = problem(st.tree, i, ret)
+            if got is None:
+                continue
+            extent, miss = got
+            yield ctx.finding(
+                self,
+                path,
+                st.span,
+                f"`{hf.short_name(fn.name)}` returns `{fn.return_type.strip()}`, but `{st.tree.text}` (int64) is returned: implicit "
+                f"narrowing wraps past {_limit(ret)}. Return `int64_t`, or use "
+                f'`c10::checked_convert<{ret}>({st.tree.text}, "{ret}")`.' + message_tail(extent, miss, st.tree.text, i),
+                severity=severity(extent),
+            )
 
     @staticmethod
     def _every_use_bounded(fm, d, declared) -> bool:
@@ -379,6 +461,7 @@ class UncheckedNarrowing(Rule):
                 severity=severity(extent),
             )
         yield from _narrow_products(ctx, self, path, fm)
+        yield from self._implicit_at_boundaries(ctx, path, fm, problem, message_tail, severity)
         # the subscript each `array[i] = value` assigns to, by its statement and start
         subscript_at = {(sub.stmt, sub.span.start): sub.tree for sub in fn.subscripts if sub.tree is not None}
         for a in fn.assigns:
@@ -421,6 +504,25 @@ class UncheckedNarrowing(Rule):
                 f"use `c10::checked_convert` or guard the value with `TORCH_CHECK`." + message_tail(extent, miss, a.rhs.text, a.stmt),
                 severity=severity(extent),
             )
+
+
+def _callee_param_type(fm, call, index: int, by_name, path):
+    """The declared type of the ``index``-th parameter of the one function ``call`` can reach by name (in its own
+    file first, then in the run), or None: several candidates, a template, a variadic or a non-const reference."""
+    cands = [(p, f) for p, f in by_name.get(call.name, ()) if not f.template_params and _arity_fits(f, len(call.args))]
+    own = [c for c in cands if c[0] == path]
+    cands = own or cands
+    if len({f.params[index].type.strip() for _, f in cands}) != 1:
+        return None
+    ptext = cands[0][1].params[index].type.strip()
+    if "*" in ptext or "..." in ptext or ("&" in ptext and not ptext.startswith("const ")):
+        return None
+    return ptext
+
+
+def _arity_fits(f, n: int) -> bool:
+    required = sum(1 for p in f.params if not p.default)
+    return required <= n <= len(f.params) and not any("..." in p.type for p in f.params)
 
 
 def _narrow_products(ctx, self, path, fm):

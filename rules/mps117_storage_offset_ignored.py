@@ -14,6 +14,16 @@ binding at `t`'s first element:
   right for a kernel reading one-byte elements (`uchar*`). With a template kernel or no kernel in view, a
   literal factor is taken as meant.
 
+It also flags `t.storage().data()` used as a **host pointer** to `t`'s data (handed to `setBytes:`, `memcpy`,
+`newBufferWithBytesNoCopy:` or `pageAlignedBlockPtr`, cast to a data pointer, or kept in a `void*`/`float*` local)
+when no read of `t.storage_offset()` corrects it: none before it on every path, in the same statement, or after it
+on a path it can take. `[enc setBytes:t.storage().data() length:t.element_size() atIndex:i]` for a CPU scalar, or
+`const void* host = dst.storage().data();` for a blit into a CPU tensor (pytorch/pytorch#112432), read from the
+start of the storage: for `cpu[2]` that is `cpu[0]`. Not flagged: the buffer handle
+(`__builtin_bit_cast(id<MTLBuffer>, t.storage().data())`, a cast to `id<...>`), the address as an integer
+(`reinterpret_cast<size_t>(...)` to measure a distance), tensors allocated in the function. The fix is
+`t.const_data_ptr()` / `t.data_ptr()`, which include the offset, or adding `t.storage_offset() * t.element_size()`.
+
 ## Why is this bad?
 `getMTLBufferStorage(t)` is the whole allocation, shared by every view of it. `x[1:]`, `x.narrow(...)`
 and `x.select(0, i)` are views with a non-zero storage offset, and `.contiguous()` returns them as
@@ -43,13 +53,18 @@ from __future__ import annotations
 import re
 
 from mpslint.semantic import extflow
-from mpslint.semantic.expressions import int_literal, strip_parens
+from mpslint.semantic import hostflow as hf
+from mpslint.semantic.definitions import runs_after, runs_before
+from mpslint.semantic.expressions import identifiers, int_literal, strip_parens
 from mpslint.model import Severity
 from mpslint.rule import Rule
 
 _ZERO = re.compile(r"\s*0+\s*[uUlL]*\s*")
 _OFFSET_OF = re.compile(r"([A-Za-z_]\w*)\s*(?:\.|->)\s*storage_offset\s*\(\s*\)")
 _BYTES = re.compile(r"element_size\s*\(|itemsize\s*\(|\bsizeof\s*\(|nbytes")
+# calls that read or write host memory through a pointer argument
+_HOST_SINKS = {"setBytes", "memcpy", "memmove", "copy_n", "newBufferWithBytes", "newBufferWithBytesNoCopy", "pageAlignedBlockPtr"}
+_STORAGE_DATA = ("data", "mutable_data")
 
 
 def _literal_factor(tree) -> tuple[bool, int | None]:
@@ -75,13 +90,19 @@ class StorageOffsetIgnored(Rule):
     severity = Severity.ERROR
     scope = "host"
     contexts = ("pytorch", "extension")
-    summary = "Tensor buffer bound at an offset that ignores (or miscomputes) the tensor's storage_offset()"
+    summary = "Tensor buffer bound, or a host pointer taken, at an offset that ignores (or miscomputes) the tensor's storage_offset()"
     guide = "Working with TensorIterators"
 
     def check(self, ctx):
-        for path in sorted(ctx.project.hosts):
-            for fn in ctx.project.hosts[path].functions:
+        hosts = ctx.project.hosts
+        sites = hf.call_sites(hosts)
+        registered = hf.registered_functions(hosts)
+        escaping = hf.escaping_functions(hosts)
+        for path in sorted(hosts):
+            for fn in hosts[path].functions:
                 impl = f"impl:{path}:{fn.name}"
+                if any(c.name in _STORAGE_DATA for c in fn.calls) and not hf.is_dead(fn, path, sites, registered, escaping):
+                    yield from self._storage_pointers(ctx, path, fn, impl)
                 scalars = None
                 for call in fn.calls:
                     b = extflow.slot_binding(call)
@@ -96,6 +117,74 @@ class StorageOffsetIgnored(Rule):
                     problem = self._problem(ctx.graph, impl, fn, t, b[2], call.span.start, reads, call.args[1].tree)
                     if problem:
                         yield ctx.finding(self, path, call.args[1].span, problem)
+
+    def _storage_pointers(self, ctx, path, fn, impl):
+        """`t.storage().data()` used as a host pointer to `t`'s data: the start of the storage, `t.storage_offset()`
+        elements before `t`'s first element when `t` is a view, with no read of that offset to make up for it."""
+        for c in fn.calls:
+            if c.name not in _STORAGE_DATA or c.args or not c.receiver.endswith(".storage()"):
+                continue
+            t = c.receiver[: -len(".storage()")]
+            if not t.replace(".", "").replace("->", "").isidentifier():
+                continue
+            sink = self._host_use(fn, c)
+            if sink is None or self._offset_read(fn, t, c.stmt):
+                continue
+            origin = extflow.tensor_origin(fn, t, c.span.start)
+            if origin.fresh or self._fresh_from_callers(ctx.graph, impl, fn, origin.root):
+                continue  # allocated here (or by every caller): its storage starts at its first element
+            yield ctx.finding(
+                self,
+                path,
+                c.span,
+                f"`{t}.storage().data()` is the start of `{t}`'s storage, not `{t}`'s first element ({sink}): for a view "
+                f"(`x[i]`, a slice, `narrow`) it points `{t}.storage_offset()` elements early, and no read of "
+                f"`{t}.storage_offset()` in `{hf.short_name(fn.name)}` corrects it on this path. Use `{t}.const_data_ptr()` (or `{t}.data_ptr()`), which includes "
+                f"the offset, or add `{t}.storage_offset() * {t}.element_size()` bytes.",
+            )
+
+    @staticmethod
+    def _host_use(fn, c) -> str | None:
+        """How the storage pointer of call ``c`` is used as a host data pointer, or None (a Metal buffer handle
+        `__builtin_bit_cast(id<MTLBuffer>, ...)`, an address turned into an integer, a comparison...)."""
+
+        def holds(span) -> bool:
+            return span.start <= c.span.start and c.span.end <= span.end
+
+        if any(k.name == "__builtin_bit_cast" and holds(k.span) for k in fn.calls if k.stmt == c.stmt):
+            return None
+        casts = [k for k in fn.casts if k.stmt == c.stmt and holds(k.operand.span)]
+        if any("id<" in k.type or "MTLBuffer" in k.type or "*" not in k.type for k in casts):
+            return None  # a buffer handle, or an address as an integer (`reinterpret_cast<size_t>(...)`)
+        for k in fn.calls:
+            if k.stmt == c.stmt and k.name in _HOST_SINKS and any(holds(a.span) for a in k.args):
+                return f"it is handed to `{k.name}`"
+        if casts:
+            return f"it is cast to `{casts[0].type.strip()}`"
+        for d in fn.decls:
+            if d.stmt != c.stmt or d.init is None or not holds(d.init.span):
+                continue
+            if "id<" in d.type or not (d.pointer or "*" in d.type):
+                return None
+            later = [k for k in fn.casts if k.stmt > d.stmt and k.operand.tree is not None and d.name in identifiers(k.operand.tree)]
+            if any("id<" in k.type or "MTLBuffer" in k.type for k in later):
+                return None  # a data pointer local that is turned back into the buffer handle
+            for k in fn.calls:
+                if k.stmt > d.stmt and any(a.tree is not None and d.name in identifiers(a.tree) for a in k.args):
+                    return f"through `{d.name}`, handed to `{k.name}`"
+            return f"kept in `{d.name}`"
+        return None
+
+    @staticmethod
+    def _offset_read(fn, t: str, use: int) -> bool:
+        """`t.storage_offset()` is read where it can correct the pointer: before the use on every path to it, in
+        the use's statement, or after it on a path the use can take."""
+        for k in fn.calls:
+            if k.name != "storage_offset" or k.receiver != t or k.stmt < 0:
+                continue
+            if k.stmt == use or runs_before(fn, k.stmt, use) or runs_after(fn, use, k.stmt):
+                return True
+        return False
 
     @staticmethod
     def _fresh_from_callers(graph, impl: str, fn, name: str) -> bool:

@@ -37,6 +37,23 @@ def _block_terminates(fn: Function, idx: int) -> bool:
     return last is not None and last.text.lstrip().startswith(_TERMINATORS)
 
 
+def runs_after(fn: Function, u: int, j: int) -> bool:
+    """Statement ``j`` can run after statement ``u``: it comes later and no block that holds ``u`` but not ``j``
+    ends in a jump (`if (cpu) { ...u...; return; } ...j...` cannot reach ``j``). Loops are not followed."""
+    st = fn.stmts
+    if not (0 <= u < j < len(st)):
+        return False
+    pj = set(st[j].parents) | {j}
+    return not any(_block_terminates(fn, p) for p in st[u].parents if p not in pj)
+
+
+def runs_before(fn: Function, j: int, u: int) -> bool:
+    """Statement ``j`` runs before statement ``u`` on every path through both (it comes earlier, in a block that
+    encloses ``u``); an early exit between them is not looked for."""
+    st = fn.stmts
+    return 0 <= j < u < len(st) and set(st[j].parents) <= set(st[u].parents)
+
+
 def _increments(update: Node | None, name: str) -> bool:
     """A `for` header's update only increases ``name``: `i++`, `++i`, `i += 4`."""
     if update is None:

@@ -161,6 +161,11 @@ def _once_per_hosts(kind: str, hosts, compute):
     return value
 
 
+def functions_named(hosts) -> dict[str, list[tuple[str, Function]]]:
+    """``functions_by_name`` computed once per run (read-only: shared between rules)."""
+    return _once_per_hosts("functions_by_name", hosts, functions_by_name)
+
+
 def call_sites(hosts) -> dict[str, list[tuple[str, Function, Call]]]:
     """Short callee name -> every (path, caller, call) that calls it (read-only: shared between rules)."""
     return _once_per_hosts("call_sites", hosts, _call_sites)

@@ -482,3 +482,17 @@ def test_flag_parameter_branch_is_not_pruned_by_the_entry_value():
     # entered with `flag` false, the `if (flag)` branch is still judged as written (its own condition holds there)
     fm = _entered("if (flag) {\n  auto probe = t.numel();\n}", flag=False)
     assert _hi(fm) == (1 << 63) - 1
+
+
+# ---------------------------------------------------------------- statement order
+def test_runs_after_stops_at_a_block_that_returns():
+    from mpslint.semantic.definitions import runs_after, runs_before
+
+    fm = _fm("if (flag) {\n  auto a = t.numel();\n  return;\n}\nauto b = t.numel();\nif (n > 0) {\n  auto c = t.numel();\n}\nauto d = t.numel();")
+    at = {d.name: d.stmt for d in fm.fn.decls}
+    assert not runs_after(fm.fn, at["a"], at["b"])  # the branch holding `a` returns first
+    assert runs_after(fm.fn, at["b"], at["d"]) and runs_after(fm.fn, at["c"], at["d"])
+    assert not runs_after(fm.fn, at["d"], at["b"])  # earlier in the text
+    assert runs_before(fm.fn, at["b"], at["c"])  # an enclosing level, earlier
+    assert not runs_before(fm.fn, at["c"], at["d"])  # inside a branch `d` does not sit in
+    assert not runs_before(fm.fn, at["a"], at["b"])
