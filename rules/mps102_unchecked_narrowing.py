@@ -259,12 +259,13 @@ class UncheckedNarrowing(Rule):
                 if got is None:
                     continue
                 extent, miss = got
+                base = ptext.replace("const ", "").replace("&", "").strip()
                 yield ctx.finding(
                     self,
                     path,
                     arg.span,
                     f"`{arg.text}` (int64) is passed to `{call.name}`, whose parameter {i + 1} is `{ptext}`: implicit narrowing wraps "
-                    f'past {_limit(target)}. Use `c10::checked_convert<{target}>({arg.text}, "{target}")` or widen the parameter.'
+                    f'past {_limit(target)}. Use `c10::checked_convert<{base}>({arg.text}, "{base}")` or widen the parameter.'
                     + message_tail(extent, miss, arg.text, call.stmt),
                     severity=severity(extent),
                 )
