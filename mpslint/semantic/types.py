@@ -8,6 +8,7 @@ value and suffix. Host code is LP64 (``long`` is 64-bit, as on macOS); MSL's ``l
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -116,6 +117,7 @@ def _split_targs(s: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=8192)
 def clean_type(text: str) -> str:
     """``const uint32_t&`` -> ``uint32_t``: qualifiers, address spaces, references and known namespaces dropped."""
     t = re.sub(r"\[\[[^\]]*\]\]", " ", text)
