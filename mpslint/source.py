@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import re
 from dataclasses import dataclass
 
 from .model import Span
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 class LineIndex:
@@ -69,21 +72,32 @@ class SourceFile:
 
 
 class ByteToChar:
-    """Map tree-sitter byte offsets to character offsets (identity for ASCII text)."""
+    """Map tree-sitter byte offsets to character offsets (identity for ASCII text). Only the non-ASCII characters
+    are recorded (a copyright sign in a header makes a whole file non-ASCII): a byte offset is shifted back by
+    the extra bytes of the multi-byte characters before it, found by bisection."""
 
-    __slots__ = ("table",)
+    __slots__ = ("table", "_ends", "_shift", "_starts", "_chars", "_length")
 
     def __init__(self, text: str):
-        if text.isascii():
-            self.table = None
-        else:
-            table = []
-            for i, ch in enumerate(text):
-                table.extend([i] * len(ch.encode("utf-8")))
-            table.append(len(text))
-            self.table = table
+        self.table = None if text.isascii() else True
+        if self.table is None:
+            return
+        ends, shift, starts, chars = [], [], [], []
+        extra = 0
+        for m in _NON_ASCII.finditer(text):
+            i = m.start()
+            width = len(m.group().encode("utf-8"))
+            starts.append(i + extra)  # the character's first byte
+            chars.append(i)
+            extra += width - 1
+            ends.append(i + extra + 1)  # the byte after it
+            shift.append(extra)
+        self._ends, self._shift, self._starts, self._chars, self._length = ends, shift, starts, chars, len(text)
 
     def __call__(self, b: int) -> int:
         if self.table is None:
             return b
-        return self.table[min(b, len(self.table) - 1)]
+        k = bisect.bisect_right(self._ends, b)
+        if k < len(self._starts) and self._starts[k] <= b:
+            return self._chars[k]  # inside a multi-byte character: that character
+        return min(b - (self._shift[k - 1] if k else 0), self._length)

@@ -140,7 +140,7 @@ def invocations(clean: str, name_rx: re.Pattern, start: int = 0, end: int | None
         out.append(
             Invocation(
                 name=m.group(1),
-                args=tuple(re.sub(r"\s+", " ", clean[a:b]).strip() for a, b in pieces),
+                args=tuple(_WS.sub(" ", clean[a:b]).strip() for a, b in pieces),
                 arg_spans=tuple(pieces),
                 start=m.start(),
                 end=close + 1,
@@ -185,6 +185,12 @@ def defines(clean: str) -> dict[str, Define]:
     return out
 
 
+_WS = re.compile(r"\s+")
+_STRINGIFY = re.compile(r"(?<!#)#\s*([A-Za-z_]\w*)")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_PASTE = re.compile(r"\s*##\s*")
+
+
 def expand(define: Define, args: tuple[str, ...]) -> str:
     """One level of function-like macro expansion with ``#`` and ``##``."""
     body = define.body
@@ -196,13 +202,16 @@ def expand(define: Define, args: tuple[str, ...]) -> str:
     def stringify(m):
         return '"' + values.get(m.group(1), m.group(1)).replace('"', '\\"') + '"'
 
-    body = re.sub(r"(?<!#)#\s*([A-Za-z_]\w*)", lambda m: stringify(m) if m.group(1) in values else m.group(0), body)
+    if "#" in body:
+        body = _STRINGIFY.sub(lambda m: stringify(m) if m.group(1) in values else m.group(0), body)
 
     def subst(m):
         return values.get(m.group(0), m.group(0))
 
-    body = re.sub(r"[A-Za-z_]\w*", subst, body)
-    body = re.sub(r"\s*##\s*", "", body)
+    if values:
+        body = _IDENT.sub(subst, body)
+    if "##" in body:
+        body = _PASTE.sub("", body)
     return body
 
 

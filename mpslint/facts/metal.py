@@ -210,12 +210,13 @@ def _registrations(clean: str, defs: dict[str, Define], index: LineIndex, base: 
     def inside_define(pos: int) -> bool:
         return any(a <= pos < b for a, b in define_spans)
 
+    memo: dict = {}
     # 1. macro invocations at file scope
     for inv in invocations(clean, re.compile(r"[A-Z][A-Z0-9_]*")):
         if inside_define(inv.start) or _NOT_REGISTRATION.fullmatch(inv.name):
             continue
         span = index.span(base + inv.start, base + inv.end)
-        found = _expand_registration(inv.name, inv.args, defs, 0, aliases)
+        found = _expand_registration(inv.name, inv.args, defs, 0, aliases, memo)
         for family_macro, op, dt_in, dt_out, host_names, kernel in found:
             out.append(
                 Registration(
@@ -261,8 +262,20 @@ def _first_metal_type(targs: str, aliases=frozenset()) -> str:
     return ""
 
 
-def _expand_registration(name: str, args: tuple[str, ...], defs: dict[str, Define], depth: int, aliases=frozenset()):
-    """Yield (family macro, op, input dtype, output dtype, host names, kernel) for one invocation."""
+def _expand_registration(name: str, args: tuple[str, ...], defs: dict[str, Define], depth: int, aliases=frozenset(), memo=None):
+    """Yield (family macro, op, input dtype, output dtype, host names, kernel) for one invocation. ``memo`` (one
+    file's ``defs`` and ``aliases``): the same macro with the same arguments expands once (a dtype list
+    macro is invoked under each of its families)."""
+    if memo is not None:
+        key = (name, args, depth)
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = _expand_registration_once(name, args, defs, depth, aliases, memo)
+        return got
+    return _expand_registration_once(name, args, defs, depth, aliases, None)
+
+
+def _expand_registration_once(name: str, args: tuple[str, ...], defs: dict[str, Define], depth: int, aliases, memo):
     if depth > 8:
         return []
     if name in defs and defs[name].params is not None:
@@ -271,7 +284,7 @@ def _expand_registration(name: str, args: tuple[str, ...], defs: dict[str, Defin
         for inv in invocations(body, re.compile(r"[A-Z][A-Z0-9_]*")):
             if _NOT_REGISTRATION.fullmatch(inv.name):
                 continue
-            results.extend(_expand_registration(inv.name, inv.args, defs, depth + 1, aliases))
+            results.extend(_expand_registration(inv.name, inv.args, defs, depth + 1, aliases, memo))
         for m in _HOST_NAME_INST.finditer(body):
             hn = concat_strings(m.group("hn"))
             fn = m.group("fn").split("::")[-1]
