@@ -22,8 +22,7 @@ def include_edit(ctx, path: str, includes, header: str, lo: int = 0, hi: int | N
         ends = [m.end() for m in _INCLUDE_LINE.finditer(text, lo, hi) if not _commented(text, m.start())]
     # only includes at file scope: not inside `#if ... #endif` (an include under `#ifndef PYTORCH_JIT_COMPILE_SHADERS`
     # may be compiled out) and not after the first `namespace` (a header included there opens a nested `at`)
-    clean = strip_comments(text)
-    conds = Conditions(clean)
+    clean, conds = _analysed(text)
     top = _file_scope_ends(clean, conds, ends, lo, hi)
     if ends and not top:  # every include is conditional or inside a namespace: before the first of them
         at = _block_start(text, conds, min(ends), lo)
@@ -35,6 +34,18 @@ def include_edit(ctx, path: str, includes, header: str, lo: int = 0, hi: int | N
         at = max(ends)
         return ctx.edit(path, at, at, f"\n#include <{header}>")
     return ctx.edit(path, lo, lo, f"#include <{header}>\n")
+
+
+_LAST: tuple = (None, "", None)  # text, its comment-free copy, its conditions: one file's fixes come together
+
+
+def _analysed(text: str):
+    global _LAST
+    last = _LAST  # one read: a tuple replaced whole, never mutated
+    if last[0] is not text and last[0] != text:
+        clean = strip_comments(text)
+        last = _LAST = (text, clean, Conditions(clean))
+    return last[1], last[2]
 
 
 _NAMESPACE = re.compile(r"^[ \t]*(?:inline[ \t]+)?namespace\b", re.M)
