@@ -6,6 +6,14 @@ reach: no `if (x.numel() == 0) return;` (or `TORCH_CHECK(x.numel() > 0, ...)`, o
 `if (x.numel() > 0)`) dominates it, and not every caller of the function guards either. One finding
 per function, on its first unguarded launch.
 
+It also flags `getMPSNDArray(t, ...)` where `t` itself can be empty: no check that dominates it (in the
+function, or in every caller for what it passes as `t`) proves `t.numel() >= 1`. Here the launch rule's
+leniency (any tensor of the op checked counts) does not hold: a matmul whose inner dimension is 0 has an empty
+input and a non-empty output, so `if (output.numel() == 0) return output;` does not cover the input's MPSNDArray
+(`F.linear` with `in_features == 0`, pytorch/pytorch#190050, fixed by #190051). An MPSNDArray with a
+zero-length dimension aborts the process in an MPS assertion that no exception catches. The message names the
+check the path does make (`_mps_linear` checks `output` before the call, not `input`).
+
 ## Why is this bad?
 An empty tensor gives a zero-sized grid: Metal's validation layer rejects `dispatchThreads` with a zero
 dimension (`threadsPerGrid.width(0) must be != 0`), and without validation the encoder may still bind
@@ -123,7 +131,7 @@ class MissingEmptyGuard(Rule):
     name = "missing-empty-guard"
     severity = Severity.WARNING
     scope = "host"
-    summary = "Kernel launch reachable with an empty tensor (no `numel() == 0` early return on the path)"
+    summary = "Kernel launch or MPSNDArray reachable with an empty tensor (no `numel() == 0` early return on the path)"
     guide = "Checklist"
 
     @staticmethod
@@ -145,6 +153,73 @@ class MissingEmptyGuard(Rule):
         one op share their element count in all but a few ops, so any such check counts."""
         return any(k.endswith(".numel()") and b.interval.lo is not None and b.interval.lo >= 1 for k, b in fm.bounds(stmt).items())
 
+    @staticmethod
+    def _tensor_nonempty(fm, node, stmt: int) -> bool:
+        """A dominating check proves this very tensor non-empty (`if (input.numel() == 0) return ...;`)."""
+        key = fm.key(node, stmt) + ".numel()"
+        b = fm.bounds(stmt)
+        got = b.get(key)
+        return (got is not None and got.interval.lo is not None and got.interval.lo >= 1) or key + "#nonzero" in b
+
+    @staticmethod
+    def _proved_nonempty(fm, stmt: int, keyed) -> list[str]:
+        """Which of ``keyed`` (texts with their value keys) the checks dominating ``stmt`` prove non-empty."""
+        b = fm.bounds(stmt)
+        out = []
+        for text, key in keyed:
+            got = b.get(key + ".numel()")
+            if got is not None and got.interval.lo is not None and got.interval.lo >= 1:
+                out.append(text)
+        return out
+
+    def _other_checks(self, fm, stmt: int, name: str, sites, fn, path, model, hosts) -> str:
+        """What the path checks instead of ``name``: another parameter here, or what a caller passes."""
+        params = [(p.name, fm.name_key(p.name, stmt)) for p in fn.params if p.name and p.name != name]
+        here = self._proved_nonempty(fm, stmt, params)
+        if here:
+            return f"the checks on the path prove `{here[0]}` non-empty, not `{name}`"
+        for cpath, caller, c in hf.visible_sites(sites, fn, path):
+            cm = model.function(caller, hosts.get(cpath))
+            args = [(a.text, cm.key(a.tree, c.stmt)) for a in c.args if a.tree is not None]
+            there = self._proved_nonempty(cm, c.stmt, args)
+            if there:
+                return f"`{hf.short_name(caller.name)}` checks `{there[0]}` before the call, not `{name}`"
+        return f"nothing on the path proves `{name}` non-empty"
+
+    def _ndarray_sites(self, ctx, path, fn, fm, model, sites, registered, escaping, stubs_of):
+        """`getMPSNDArray(t, ...)` where `t` itself may be empty: a check of another tensor of the op does not
+        cover it (linear's input is (..., 0) for `in_features == 0` while its output is not empty), and an
+        MPSNDArray with a zero-length dimension aborts the process."""
+        hosts = ctx.project.hosts
+        for call in fn.calls:
+            if call.name != "getMPSNDArray" or not call.args or call.args[0].tree is None or call.stmt < 0:
+                continue
+            t = strip_parens(call.args[0].tree)
+            if t.kind != "id" or self._tensor_nonempty(fm, t, call.stmt):
+                continue
+            index = next((i for i, p in enumerate(fn.params) if p.name == t.op), None)
+
+            def caller_guards(cpath, caller, c, index=index):
+                if index is None or index >= len(c.args) or c.args[index].tree is None:
+                    return False
+                return self._tensor_nonempty(model.function(caller, hosts.get(cpath)), strip_parens(c.args[index].tree), c.stmt)
+
+            if index is not None and not fm.defs.assigned(t.op) and hf.all_callers(fn.name, sites, registered, caller_guards, fn=fn, path=path):
+                continue
+            if empty_checked_by_core(stubs_of.get(hf.short_name(fn.name), set())) or hf.unreachable(fn, path, sites, registered, escaping):
+                continue
+            why = self._other_checks(fm, call.stmt, t.op, sites, fn, path, model, hosts)
+            yield ctx.finding(
+                self,
+                path,
+                call.span,
+                f"`getMPSNDArray({t.op}, ...)` builds an MPSNDArray over `{t.op}`, which can be empty here: {why} (a matmul "
+                f"whose inner dimension is 0 has an empty input and a non-empty output). An MPSNDArray with a zero-length "
+                f"dimension aborts the process (an MPS assertion no exception catches); handle `{t.op}.numel() == 0` "
+                f"before it (return the result the empty case defines).",
+            )
+            return  # one finding per function
+
     def check(self, ctx):
         hosts = ctx.project.hosts
         sites = hf.call_sites(hosts)
@@ -164,8 +239,9 @@ class MissingEmptyGuard(Rule):
                     # stream/graph infrastructure re-issuing launches it recorded: no tensor can be empty here. A
                     # function that asks for a kernel by name (an extension's launch helper) is op code all the same.
                     continue
-                launch = None
                 fm = model.function(fn, hosts[path])
+                yield from self._ndarray_sites(ctx, path, fn, fm, model, sites, registered, escaping, stubs_of)
+                launch = None
                 for call in hf.launches(fn):
                     args = hf.dispatch_size_args(call)
                     if call.name in ("dispatchThreads", "dispatchThreadgroups"):
