@@ -1,8 +1,10 @@
 """
 ## What it does
-Flags a Metal kernel that is handed its element count (a scalar parameter named `numel`, `n`, `N`,
-`size`, `length`, `count`, `num_elements`, ...) but never reads it, while it writes a device buffer at
-an index taken from its grid position (`out[tid] = ...` with `uint tid [[thread_position_in_grid]]`).
+Flags a Metal kernel that is handed its element count but never reads it, while it writes a device buffer at
+an index taken from its grid position (`out[tid] = ...` with `uint tid [[thread_position_in_grid]]`). The count
+is a scalar parameter that a launching host binds an element count to (`out.numel()`, a byte count, also
+through `c10::checked_convert` or a cast: the semantic model's linear extents), or, for a kernel no visible
+launch binds, one named as counts are (`numel`, `n`, `N`, `size`, `length`, `count`, `num_elements`, ...).
 
 ## Why is this bad?
 The host passes the count because the launch can cover more threads than there are elements: a grid
@@ -48,6 +50,7 @@ import re
 from mpslint.model import Severity
 from mpslint.rule import Rule
 from mpslint.semantic.expressions import identifiers, strip_parens
+from mpslint.semantic.launch_bindings import launch_count_params
 from mpslint.semantic.model import semantic_model
 from mpslint.semantic.metalflow import is_kernel_function, metal_sources
 
@@ -73,6 +76,7 @@ class UncheckedGridBound(Rule):
 
     def check(self, ctx):
         model = semantic_model(ctx.project)
+        counts = launch_count_params(ctx.graph, model, ctx.project.hosts)
         for src in metal_sources(ctx):
             text = ctx.text(src.path)
             for fn in src.facts.functions:
@@ -84,7 +88,8 @@ class UncheckedGridBound(Rule):
                     continue
                 read = _names_read(fn)
                 for p in fn.params:
-                    if not p.name or not _COUNT_NAME.match(p.name) or not _scalar_int(model.function(fn, src.facts), p):
+                    named = bool(p.name) and _COUNT_NAME.match(p.name) is not None
+                    if not p.name or not (named or p.name in counts.get(id(fn), ())) or not _scalar_int(model.function(fn, src.facts), p):
                         continue
                     if p.name in read:
                         continue

@@ -202,6 +202,38 @@ def launch_param_ranges(graph, model, hosts) -> dict[str, dict[int, dict[str, ob
     return out
 
 
+def launch_count_params(graph, model, hosts) -> dict[int, set[str]]:
+    """The scalar parameters some launch binds an element count to (a value the model calls a linear extent:
+    `out.numel()`, also through `c10::checked_convert` or a cast): id(kernel Function) -> parameter names. A launch
+    whose bindings are not fully known gives nothing."""
+    from .model import CHECKED
+
+    out: dict[int, set[str]] = {}
+    for launch in single_kernel_launches(graph):
+        fn = launch.function
+        got = bound_exprs(fn, launch.ref.span.start)
+        if got is None:
+            continue
+        bound, _first = got
+        fm = model.function(fn, hosts.get(launch.attrs.get("path")))
+        names: set[str] = set()
+        for k, slot in sorted(launch.slots.items()):
+            if k not in bound:
+                continue
+            _text, call, arg = bound[k]
+            if arg is None or arg.tree is None:
+                continue
+            node = arg.tree
+            while node.kids and ((node.kind == "unary" and node.op == "&") or node.kind == "cast" or (node.kind == "call" and node.op in CHECKED and node.args)):
+                node = node.args[0] if node.kind == "call" else node.kids[0]
+            if fm.extent(node, call.stmt) == "linear":
+                names.add(slot.name)
+        if names:
+            for _path, kernel in launch.candidates or ((launch.kernel_path, launch.kernel),):
+                out.setdefault(id(kernel.function), set()).update(names)
+    return out
+
+
 def _struct_fields(fm, fn, name: str, at: int) -> dict:
     """Ranges of the fields of local ``name`` assigned once each, unconditionally, before statement ``at``."""
     sym = fm.scope.lookup(name, at)
