@@ -12,7 +12,10 @@ leniency (any tensor of the op checked counts) does not hold: a matmul whose inn
 input and a non-empty output, so `if (output.numel() == 0) return output;` does not cover the input's MPSNDArray
 (`F.linear` with `in_features == 0`, pytorch/pytorch#190050, fixed by #190051). An MPSNDArray with a
 zero-length dimension aborts the process in an MPS assertion that no exception catches. The message names the
-check the path does make (`_mps_linear` checks `output` before the call, not `input`).
+check the path does make (`_mps_linear` checks `output` before the call, not `input`). A path that checks two
+tensors of the op (the output and the input) has handled the empty cases by shape, and its other operands (a
+bias, non-empty whenever the output is) are not reported; a view or copy that keeps the element count
+(`input.flatten(0, -2)`, `.view(...)`, `.contiguous()`) is covered by a check of what it views.
 
 ## Why is this bad?
 An empty tensor gives a zero-sized grid: Metal's validation layer rejects `dispatchThreads` with a zero
@@ -74,6 +77,8 @@ from mpslint.semantic.expressions import strip_parens, walk
 from mpslint.semantic.model import semantic_model
 from mpslint.semantic.types import holds_tensor, parse_type
 
+# views and copies with their receiver's element count
+_SAME_NUMEL = {"flatten", "view", "reshape", "contiguous", "clone", "to", "detach", "t", "transpose", "permute", "squeeze", "unsqueeze", "view_as", "reshape_as", "expect_contiguous"}
 _OPS_PATH = re.compile(r"(?:^|/)native/mps/(?:operations/)?[^/]+\.(?:mm|cpp|h)$")
 
 
@@ -154,12 +159,39 @@ class MissingEmptyGuard(Rule):
         return any(k.endswith(".numel()") and b.interval.lo is not None and b.interval.lo >= 1 for k, b in fm.bounds(stmt).items())
 
     @staticmethod
-    def _tensor_nonempty(fm, node, stmt: int) -> bool:
-        """A dominating check proves this very tensor non-empty (`if (input.numel() == 0) return ...;`)."""
-        key = fm.key(node, stmt) + ".numel()"
+    def _numel_key(fm, node, stmt: int) -> str:
+        """The key of the tensor whose element count ``node`` has: through locals and the views and copies that
+        keep it (`input.flatten(0, -2)`, `x.view(...)`, `t.contiguous()`)."""
+        n, at = strip_parens(node), stmt
+        for _ in range(6):
+            o, o_at = fm.origin(n, at) if n.kind == "id" else (n, at)
+            o = strip_parens(o)
+            if o.kind == "call" and o.op in _SAME_NUMEL and o.receiver is not None:
+                n, at = strip_parens(o.receiver), o_at
+                continue
+            break
+        return fm.key(n, at)
+
+    @classmethod
+    def _tensor_nonempty(cls, fm, node, stmt: int) -> bool:
+        """A dominating check proves this very tensor non-empty (`if (input.numel() == 0) return ...;`), or one it is
+        a view or copy of with the same element count."""
         b = fm.bounds(stmt)
-        got = b.get(key)
-        return (got is not None and got.interval.lo is not None and got.interval.lo >= 1) or key + "#nonzero" in b
+        for key in {fm.key(node, stmt) + ".numel()", cls._numel_key(fm, node, stmt) + ".numel()"}:
+            got = b.get(key)
+            if (got is not None and got.interval.lo is not None and got.interval.lo >= 1) or key + "#nonzero" in b:
+                return True
+        return False
+
+    @classmethod
+    def _covered(cls, fm, node, stmt: int) -> bool:
+        """``node``'s tensor is proved non-empty, or the path checks two tensors of the op (`output` and `input`):
+        the empty cases are then handled by shape (a matmul's bias is non-empty whenever its output is), and only
+        the one-check pattern (the output alone) misses the inner dimension."""
+        if cls._tensor_nonempty(fm, node, stmt):
+            return True
+        proved = {k for k, b in fm.bounds(stmt).items() if k.endswith(".numel()") and b.interval.lo is not None and b.interval.lo >= 1}
+        return len(proved) >= 2
 
     @staticmethod
     def _proved_nonempty(fm, stmt: int, keyed) -> list[str]:
@@ -181,7 +213,7 @@ class MissingEmptyGuard(Rule):
         for cpath, caller, c in hf.visible_sites(sites, fn, path):
             cm = model.function(caller, hosts.get(cpath))
             args = [(a.text, cm.key(a.tree, c.stmt)) for a in c.args if a.tree is not None]
-            there = self._proved_nonempty(cm, c.stmt, args)
+            there = [x for x in self._proved_nonempty(cm, c.stmt, args) if x != name]
             if there:
                 return f"`{hf.short_name(caller.name)}` checks `{there[0]}` before the call, not `{name}`"
         return f"nothing on the path proves `{name}` non-empty"
@@ -195,14 +227,14 @@ class MissingEmptyGuard(Rule):
             if call.name != "getMPSNDArray" or not call.args or call.args[0].tree is None or call.stmt < 0:
                 continue
             t = strip_parens(call.args[0].tree)
-            if t.kind != "id" or self._tensor_nonempty(fm, t, call.stmt):
+            if t.kind != "id" or self._covered(fm, t, call.stmt):
                 continue
             index = next((i for i, p in enumerate(fn.params) if p.name == t.op), None)
 
             def caller_guards(cpath, caller, c, index=index):
                 if index is None or index >= len(c.args) or c.args[index].tree is None:
                     return False
-                return self._tensor_nonempty(model.function(caller, hosts.get(cpath)), strip_parens(c.args[index].tree), c.stmt)
+                return self._covered(model.function(caller, hosts.get(cpath)), strip_parens(c.args[index].tree), c.stmt)
 
             if index is not None and not fm.defs.assigned(t.op) and hf.all_callers(fn.name, sites, registered, caller_guards, fn=fn, path=path):
                 continue
