@@ -218,32 +218,11 @@ class UncheckedNarrowing(Rule):
                 yield from self._check_fn(ctx, path, fm, fn.name in sub_callees, has_include, facts.includes, callers, square)
 
     def _implicit_at_boundaries(self, ctx, path, fm, problem, message_tail, severity):
-        """Implicit narrowings whose target type is declared elsewhere: a struct field assigned an int64
-        (`params.numel = t.numel();`), an argument passed to a narrower parameter of a function in the run
-        (`launch_rows(enc, t.numel())` with `int rows`), and a value returned from a function declared to return
-        a narrower type (`int count(const Tensor& t) { return t.numel(); }`)."""
+        """Implicit narrowings whose target type is declared in another function: an argument passed to a narrower
+        parameter of a function in the run (`launch_rows(enc, t.numel())` with `int rows`), and a value returned
+        from a function declared to return a narrower type (`int count(const Tensor& t) { return t.numel(); }`).
+        Struct fields (`params.numel = t.numel();`) are judged with the other assignments."""
         fn = fm.fn
-        for a in fn.assigns:
-            if a.op != "=" or a.rhs.tree is None or a.lhs.isidentifier() or not (0 <= a.stmt < len(fn.stmts)):
-                continue
-            root = fn.stmts[a.stmt].tree
-            node = next((n for n in walk(root) if n.kind == "assign" and n.start == a.span.start), None) if root is not None else None
-            lhs = strip_parens(node.kids[0]) if node is not None and node.kids else None
-            if lhs is None or lhs.kind != "member" or strip_parens(a.rhs.tree).kind == "cast":
-                continue
-            target = fm.type_of(lhs, a.stmt)
-            got = problem(a.rhs.tree, a.stmt, target) if target.is_int else None
-            if got is None:
-                continue
-            extent, miss = got
-            yield ctx.finding(
-                self,
-                path,
-                a.span,
-                f"`{a.lhs}` is `{target}` but assigned `{a.rhs.text}` (int64): implicit narrowing wraps past {_limit(target)}. "
-                f'Use `c10::checked_convert<{target}>({a.rhs.text}, "{target}")`.' + message_tail(extent, miss, a.rhs.text, a.stmt),
-                severity=severity(extent),
-            )
         by_name = hf.functions_named(ctx.project.hosts)
         for call in fn.calls:
             if call.message_send or call.receiver or call.stmt < 0 or call.name not in by_name:
@@ -288,6 +267,28 @@ class UncheckedNarrowing(Rule):
                 f'`c10::checked_convert<{ret}>({st.tree.text}, "{ret}")`.' + message_tail(extent, miss, st.tree.text, i),
                 severity=severity(extent),
             )
+
+    def _member_assign(self, ctx, path, fm, a, problem, message_tail, severity):
+        """`params.numel = t.numel();`: an int64 into a struct's narrower field (the field's type from the struct)."""
+        fn = fm.fn
+        root = fn.stmts[a.stmt].tree if 0 <= a.stmt < len(fn.stmts) else None
+        node = next((n for n in walk(root) if n.kind == "assign" and n.start == a.span.start), None) if root is not None else None
+        lhs = strip_parens(node.kids[0]) if node is not None and node.kids else None
+        if lhs is None or lhs.kind != "member" or strip_parens(a.rhs.tree).kind == "cast":
+            return
+        target = fm.type_of(lhs, a.stmt)
+        got = problem(a.rhs.tree, a.stmt, target) if target.is_int else None
+        if got is None:
+            return
+        extent, miss = got
+        yield ctx.finding(
+            self,
+            path,
+            a.span,
+            f"`{a.lhs}` is `{target}` but assigned `{a.rhs.text}` (int64): implicit narrowing wraps past {_limit(target)}. "
+            f'Use `c10::checked_convert<{target}>({a.rhs.text}, "{target}")`.' + message_tail(extent, miss, a.rhs.text, a.stmt),
+            severity=severity(extent),
+        )
 
     @staticmethod
     def _every_use_bounded(fm, d, declared) -> bool:
@@ -488,6 +489,7 @@ class UncheckedNarrowing(Rule):
                 continue
             lhs = subscript_at.get((a.stmt, a.span.start))
             if lhs is None:
+                yield from self._member_assign(ctx, path, fm, a, problem, message_tail, severity)
                 continue
             target = fm.type_of(lhs, a.stmt)
             base = strip_parens(lhs.kids[0])

@@ -95,13 +95,10 @@ class StorageOffsetIgnored(Rule):
 
     def check(self, ctx):
         hosts = ctx.project.hosts
-        sites = hf.call_sites(hosts)
-        registered = hf.registered_functions(hosts)
-        escaping = hf.escaping_functions(hosts)
         for path in sorted(hosts):
             for fn in hosts[path].functions:
                 impl = f"impl:{path}:{fn.name}"
-                if any(c.name in _STORAGE_DATA for c in fn.calls) and not hf.is_dead(fn, path, sites, registered, escaping):
+                if any(c.name in _STORAGE_DATA for c in fn.calls) and hf.is_live(fn, path, hosts):
                     yield from self._storage_pointers(ctx, path, fn, impl)
                 scalars = None
                 for call in fn.calls:

@@ -68,13 +68,10 @@ class IndexWidthFromDimensions(Rule):
     def check(self, ctx):
         hosts = ctx.project.hosts
         model = semantic_model(ctx.project)
-        sites = hf.call_sites(hosts)
-        registered = hf.registered_functions(hosts)
-        escaping = hf.escaping_functions(hosts)
         for path in sorted(hosts):
             facts = hosts[path]
             for fn in facts.functions:
-                if not any(c.name == _CHECK for c in fn.calls) or hf.is_dead(fn, path, sites, registered, escaping):
+                if not any(c.name == _CHECK for c in fn.calls) or not hf.is_live(fn, path, hosts):
                     continue
                 yield from self._check_fn(ctx, path, model.function(fn, facts))
 

@@ -253,6 +253,11 @@ def is_dead(fn: Function, path: str | None, sites, registered: set[str], escapin
     return not visible_sites(sites, fn, path)
 
 
+def is_live(fn: Function, path: str | None, hosts) -> bool:
+    """``not is_dead(...)`` with the run's call sites, registrations and escaping names (each computed once per run)."""
+    return not is_dead(fn, path, call_sites(hosts), registered_functions(hosts), escaping_functions(hosts))
+
+
 def is_static(fn: Function) -> bool:
     return bool(re.search(r"\bstatic\b", fn.qualifiers))
 

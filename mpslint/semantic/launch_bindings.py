@@ -162,23 +162,10 @@ def launch_param_ranges(graph, model, hosts) -> dict[str, dict[int, dict[str, ob
     ``[[thread_position_in_grid]]`` scalar below ``n``. A launch whose bindings are not fully known gives nothing.
     """
     out: dict[str, dict[int, dict[str, object]]] = {}
-    for launch in single_kernel_launches(graph):
+    for launch, fm, bound_slots in _bound_launches(graph, model, hosts):
         fn = launch.function
-        got = bound_exprs(fn, launch.ref.span.start)
-        if got is None:
-            continue
-        bound, _first = got
-        fm = model.function(fn, hosts.get(launch.attrs.get("path")))
         ranges: dict[str, object] = {}
-        for k, slot in sorted(launch.slots.items()):
-            if k not in bound:
-                continue
-            _text, call, arg = bound[k]
-            if arg is None or arg.tree is None:
-                continue
-            node = arg.tree
-            if node.kind == "unary" and node.op == "&" and node.kids:
-                node = node.kids[0]  # `[enc setBytes:&n length:sizeof(n) atIndex:2]`
+        for slot, call, node in bound_slots:
             iv = fm.range(node, call.stmt)
             if iv.lo is not None or iv.hi is not None:
                 ranges[slot.name] = iv
@@ -202,21 +189,16 @@ def launch_param_ranges(graph, model, hosts) -> dict[str, dict[int, dict[str, ob
     return out
 
 
-def launch_count_params(graph, model, hosts) -> dict[int, set[str]]:
-    """The scalar parameters some launch binds an element count to (a value the model calls a linear extent:
-    `out.numel()`, also through `c10::checked_convert` or a cast): id(kernel Function) -> parameter names. A launch
-    whose bindings are not fully known gives nothing."""
-    from .model import CHECKED
-
-    out: dict[int, set[str]] = {}
+def _bound_launches(graph, model, hosts):
+    """(launch, the launching function's model, [(slot, binding call, bound value node)]) for each single-kernel
+    launch whose bindings are fully known; ``&n`` of `setBytes:&n` is read as ``n``."""
     for launch in single_kernel_launches(graph):
-        fn = launch.function
-        got = bound_exprs(fn, launch.ref.span.start)
+        got = bound_exprs(launch.function, launch.ref.span.start)
         if got is None:
             continue
         bound, _first = got
-        fm = model.function(fn, hosts.get(launch.attrs.get("path")))
-        names: set[str] = set()
+        fm = model.function(launch.function, hosts.get(launch.attrs.get("path")))
+        slots = []
         for k, slot in sorted(launch.slots.items()):
             if k not in bound:
                 continue
@@ -224,7 +206,23 @@ def launch_count_params(graph, model, hosts) -> dict[int, set[str]]:
             if arg is None or arg.tree is None:
                 continue
             node = arg.tree
-            while node.kids and ((node.kind == "unary" and node.op == "&") or node.kind == "cast" or (node.kind == "call" and node.op in CHECKED and node.args)):
+            if node.kind == "unary" and node.op == "&" and node.kids:
+                node = node.kids[0]  # `[enc setBytes:&n length:sizeof(n) atIndex:2]`
+            slots.append((slot, call, node))
+        yield launch, fm, slots
+
+
+def launch_count_params(graph, model, hosts) -> dict[int, set[str]]:
+    """The scalar parameters some launch binds an element count to (a value the model calls a linear extent:
+    `out.numel()`, also through `c10::checked_convert` or a cast): id(kernel Function) -> parameter names. A launch
+    whose bindings are not fully known gives nothing."""
+    from .model import CHECKED
+
+    out: dict[int, set[str]] = {}
+    for launch, fm, bound_slots in _bound_launches(graph, model, hosts):
+        names: set[str] = set()
+        for slot, call, node in bound_slots:
+            while node.kids and (node.kind == "cast" or (node.kind == "call" and node.op in CHECKED and node.args)):
                 node = node.args[0] if node.kind == "call" else node.kids[0]
             if fm.extent(node, call.stmt) == "linear":
                 names.add(slot.name)
