@@ -19,10 +19,21 @@ It also flags `t.storage().data()` used as a **host pointer** to `t`'s data (han
 when no read of `t.storage_offset()` corrects it: none before it on every path, in the same statement, or after it
 on a path it can take. `[enc setBytes:t.storage().data() length:t.element_size() atIndex:i]` for a CPU scalar, or
 `const void* host = dst.storage().data();` for a blit into a CPU tensor (pytorch/pytorch#112432), read from the
-start of the storage: for `cpu[2]` that is `cpu[0]`. Not flagged: the buffer handle
-(`__builtin_bit_cast(id<MTLBuffer>, t.storage().data())`, a cast to `id<...>`), the address as an integer
-(`reinterpret_cast<size_t>(...)` to measure a distance), tensors allocated in the function. The fix is
-`t.const_data_ptr()` / `t.data_ptr()`, which include the offset, or adding `t.storage_offset() * t.element_size()`.
+start of the storage: for `cpu[2]` that is `cpu[0]`. A read whose value is stored in a local that is overwritten
+before anything uses it (`NSUInteger off = dst.storage_offset() * 4; ... off = slack;`) corrects nothing. Not
+flagged: the buffer handle (`__builtin_bit_cast(id<MTLBuffer>, t.storage().data())`, a cast to `id<...>`), the
+address as an integer (`reinterpret_cast<size_t>(...)` to measure a distance), tensors allocated in the function.
+The fix is `t.const_data_ptr()` / `t.data_ptr()`, which include the offset, or adding
+`t.storage_offset() * t.element_size()`.
+
+When the offset is read and moves the copy (`offset += src.storage_offset() * src.itemsize()`), the range wrapped
+from the storage's start must reach past it: `pageAlignedBlockPtr(src.storage().data(), src.nbytes(), ...)` or
+`newBufferWithBytesNoCopy:src.storage().data() length:src.nbytes()` wraps only as many bytes as `src` has, and a
+copy that starts `storage_offset()` elements in reads (or writes) that many bytes past the wrapped memory
+(kulinseth/pytorch#64, "the storage offset can be bigger than what's being reported by nbytes"). It is reported at
+the byte count (`src.nbytes()`, `src.numel() * src.element_size()`, through locals). Not flagged: a length with the
+offset in it, a byte count that differs by branch, an offset that is only checked (`TORCH_CHECK(t.storage_offset()
+== 0)`).
 
 ## Why is this bad?
 `getMTLBufferStorage(t)` is the whole allocation, shared by every view of it. `x[1:]`, `x.narrow(...)`
@@ -42,8 +53,22 @@ auto xc = x.contiguous();
 // PyTorch's own code: mtl_setBuffer(enc, xc, 0) (ATen/native/mps/OperationUtils.h) adds the offset itself
 ```
 
+Wrapping host memory for a copy at the view's offset:
+```objc
+const void* host = src.storage().data();
+void* base = pageAlignedBlockPtr(host, (NSUInteger)src.nbytes(), &aligned);   // only src's own bytes
+offset = uintptr_t(host) - uintptr_t(base) + src.storage_offset() * src.itemsize();
+```
+Use instead:
+```objc
+const void* host = static_cast<const char*>(src.storage().data()) + src.storage_offset() * src.itemsize();
+void* base = pageAlignedBlockPtr(host, (NSUInteger)src.nbytes(), &aligned);
+offset = uintptr_t(host) - uintptr_t(base);
+```
+
 ## How to fix
-Pass `t.storage_offset() * t.element_size()` of the tensor being bound, or bind with `mtl_setBuffer`.
+Pass `t.storage_offset() * t.element_size()` of the tensor being bound, or bind with `mtl_setBuffer`. For a host
+range, start it at the view's first byte, or wrap `storage_offset() * itemsize() + nbytes()` bytes.
 
 Guide: *Working with TensorIterators* (views and storage offsets).
 """
@@ -56,6 +81,7 @@ from mpslint.semantic import extflow
 from mpslint.semantic import hostflow as hf
 from mpslint.semantic.definitions import runs_after, runs_before
 from mpslint.semantic.expressions import identifiers, int_literal, strip_parens
+from mpslint.semantic.model import semantic_model
 from mpslint.model import Severity
 from mpslint.rule import Rule
 
@@ -82,6 +108,55 @@ def _literal_factor(tree) -> tuple[bool, int | None]:
             if a.kind == "call" and a.op == "storage_offset" and lit is not None:
                 return True, lit[0]
     return False, None
+
+
+# host calls that wrap or copy a memory range: name -> (pointer argument, length argument)
+_RANGE_SINKS = {"pageAlignedBlockPtr": (0, 1), "newBufferWithBytesNoCopy": (0, 1), "newBufferWithBytes": (0, 1)}
+_ELEMENT_SIZE = ("itemsize", "element_size")
+
+
+def _uncast(n):
+    n = strip_parens(n)
+    while n.kind == "cast" and n.kids:
+        n = strip_parens(n.kids[-1])
+    return n
+
+
+def _own_bytes(fm, node, stmt: int, names: set[str], depth: int = 0) -> list | None:
+    """The expressions ``node`` takes its value from when each is the byte count of the tensor itself
+    (`t.nbytes()`, `t.numel() * t.itemsize()`, through locals), with no storage offset in it; None otherwise."""
+    n = _uncast(node)
+    if depth > 6:
+        return None
+    if n.kind == "id":
+        vals = fm.values(n.op, stmt)
+        if not vals or any(v is None for v, _ in vals):
+            return None
+        out = []
+        for v, at in vals:
+            got = _own_bytes(fm, v.kids[0] if v.kind == "init" and len(v.kids) == 1 else v, at, names, depth + 1)
+            if got is None:
+                return None
+            out += got
+        return out
+    if n.kind == "call" and n.receiver is not None and n.receiver.text in names:
+        return [n] if n.op == "nbytes" and not n.args else None
+    if n.kind == "binary" and n.op == "*" and len(n.kids) == 2:
+        a, b = (_uncast(x) for x in n.kids)
+        for x, y in ((a, b), (b, a)):
+            if (x.kind == "call" and x.op == "numel" and x.receiver is not None and x.receiver.text in names
+                    and (y.kind == "sizeof" or (y.kind == "call" and y.op in _ELEMENT_SIZE))):
+                return [n]
+    return None
+
+
+def _moves_by(fn, k) -> bool:
+    """The offset read ``k`` is arithmetic (an offset added or assigned), not a comparison in a check."""
+    st = fn.stmts[k.stmt] if 0 <= k.stmt < len(fn.stmts) else None
+    if st is None or st.kind not in ("declaration", "expression_statement"):
+        return False
+    head = st.text.lstrip()
+    return not head.startswith(("TORCH_", "AT_ASSERT", "assert", "ET_CHECK", "C10_"))
 
 
 class StorageOffsetIgnored(Rule):
@@ -118,6 +193,7 @@ class StorageOffsetIgnored(Rule):
     def _storage_pointers(self, ctx, path, fn, impl):
         """`t.storage().data()` used as a host pointer to `t`'s data: the start of the storage, `t.storage_offset()`
         elements before `t`'s first element when `t` is a view, with no read of that offset to make up for it."""
+        fm = None
         for c in fn.calls:
             if c.name not in _STORAGE_DATA or c.args or not c.receiver.endswith(".storage()"):
                 continue
@@ -125,19 +201,33 @@ class StorageOffsetIgnored(Rule):
             if not t.replace(".", "").replace("->", "").isidentifier():
                 continue
             sink = self._host_use(fn, c)
-            if sink is None or self._offset_read(fn, t, c.stmt):
+            if sink is None:
                 continue
             origin = extflow.tensor_origin(fn, t, c.span.start)
             if origin.fresh or self._fresh_from_callers(ctx.graph, impl, fn, origin.root):
                 continue  # allocated here (or by every caller): its storage starts at its first element
+            reads = self._offset_reads(fn, t, origin, c.stmt)
+            fm = fm or (semantic_model(ctx.project).function(fn, ctx.project.hosts[path]) if reads else None)
+            live = [k for k in reads if self._live(fm, fn, k)]
+            if live:
+                # the offset is read where it can correct the pointer: what is wrapped must then reach past it
+                short = self._short_range(fm, fn, c, t, origin, live)
+                if short is not None:
+                    yield ctx.finding(self, path, ctx.span(path, *short[0]), short[1])
+                continue
+            if reads:
+                why = (f"the read of `{reads[0].receiver}.storage_offset()` at line {reads[0].span.line} is overwritten "
+                       f"before anything uses it")
+            else:
+                why = f"no read of `{t}.storage_offset()` in `{hf.short_name(fn.name)}` corrects it on this path"
             yield ctx.finding(
                 self,
                 path,
                 c.span,
                 f"`{t}.storage().data()` is the start of `{t}`'s storage, not `{t}`'s first element ({sink}): for a view "
-                f"(`x[i]`, a slice, `narrow`) it points `{t}.storage_offset()` elements early, and no read of "
-                f"`{t}.storage_offset()` in `{hf.short_name(fn.name)}` corrects it on this path. Use `{t}.const_data_ptr()` (or `{t}.data_ptr()`), which includes "
-                f"the offset, or add `{t}.storage_offset() * {t}.element_size()` bytes.",
+                f"(`x[i]`, a slice, `narrow`) it points `{t}.storage_offset()` elements early, and {why}. Use "
+                f"`{t}.const_data_ptr()` (or `{t}.data_ptr()`), which includes the offset, or add "
+                f"`{t}.storage_offset() * {t}.element_size()` bytes.",
             )
 
     @staticmethod
@@ -173,15 +263,87 @@ class StorageOffsetIgnored(Rule):
         return None
 
     @staticmethod
-    def _offset_read(fn, t: str, use: int) -> bool:
-        """`t.storage_offset()` is read where it can correct the pointer: before the use on every path to it, in
-        the use's statement, or after it on a path the use can take."""
+    def _offset_reads(fn, t: str, origin, use: int) -> list:
+        """The reads of `t.storage_offset()` (or of a tensor `t` is taken from, which has the same offset) where
+        they can correct the pointer: before the use on every path to it, in the use's statement, or after it on
+        a path the use can take."""
+        out = []
         for k in fn.calls:
-            if k.name != "storage_offset" or k.receiver != t or k.stmt < 0:
+            if k.name != "storage_offset" or k.stmt < 0 or not k.receiver:
+                continue
+            if k.receiver != t and (k.receiver not in origin.names and extflow.tensor_origin(fn, k.receiver, k.span.start).root != origin.root):
                 continue
             if k.stmt == use or runs_before(fn, k.stmt, use) or runs_after(fn, use, k.stmt):
+                out.append(k)
+        return out
+
+    @staticmethod
+    def _live(fm, fn, k) -> bool:
+        """The value of the offset read ``k`` can reach a use: it is not stored in a local that every later use
+        sees overwritten first (`NSUInteger off = dst.storage_offset() * 4; ... off = slack;` reads it for nothing)."""
+
+        def holds(e) -> bool:
+            return e is not None and e.span.start <= k.span.start and k.span.end <= e.span.end
+
+        local = next((d.name for d in fn.decls if d.stmt == k.stmt and holds(d.init)), None)
+        if local is None:
+            local = next((a.lhs for a in fn.assigns if a.stmt == k.stmt and a.op == "=" and holds(a.rhs)), None)
+        if local is None or not local.isidentifier():
+            return True  # used where it is read (a call's argument, a compound assignment, a store through a pointer)
+        for u in range(k.stmt + 1, len(fn.stmts)):
+            st = fn.stmts[u]
+            top = st.tree
+            if top is not None and top.kind == "assign" and top.op == "=" and top.kids and strip_parens(top.kids[0]).text == local:
+                top = top.kids[-1]  # `local = ...` overwrites it; only its right-hand side reads
+            trees = [top] + [c.tree for c in fn.calls if c.stmt == u] + [a.rhs.tree for a in fn.assigns if a.stmt == u]
+            trees += [d.init.tree for d in fn.decls if d.stmt == u and d.init is not None]
+            if not any(t is not None and local in identifiers(t) for t in trees):
+                continue
+            vals = fm.values(local, u)
+            if vals is None or any(at == k.stmt for _, at in vals):
                 return True
         return False
+
+    @staticmethod
+    def _short_range(fm, fn, c, t: str, origin, reads):
+        """(the length, the message) when the storage pointer of call ``c`` starts a host range (`pageAlignedBlockPtr(p,
+        n, ...)`, `newBufferWithBytes[NoCopy]:p length:n`) whose length is `t`'s own byte count while a read of
+        `t.storage_offset()` moves the copy that far into it: the last offset bytes of `t` are outside the range
+        (kulinseth/pytorch#64). None when the length has the offset in it, or the offset is only compared."""
+        moved = [k for k in reads if _moves_by(fn, k)]
+        if not moved:
+            return None
+        names = set(origin.names) | {t}
+        for k in fn.calls:
+            pos = _RANGE_SINKS.get(k.name)
+            if pos is None or len(k.args) <= max(pos):
+                continue
+            ptr, length = k.args[pos[0]], k.args[pos[1]]
+            if ptr.tree is None or length.tree is None:
+                continue
+            o, _ = fm.origin(_uncast(ptr.tree), k.stmt)
+            o = _uncast(o)
+            if o.kind != "call" or o.start != c.span.start or o.end != c.span.end:
+                continue
+            own = _own_bytes(fm, length.tree, k.stmt, names)
+            if not own:
+                continue
+            # reported where the byte count is computed when it is one expression (that is the value that is
+            # wrong for this range), else at the range's length
+            where = own[0] if len(own) == 1 else length
+            bytes_ = own[0].text if len(own) == 1 else length.text
+            inside = where is length or k.span.start <= where.start < k.span.end
+            at = "" if inside else f" at line {k.span.line}"
+            read = moved[0].receiver
+            return (where.start, where.end) if where is not length else (length.span.start, length.span.end), (
+                f"`{bytes_}` is the byte count of `{t}` alone, yet it sizes the range `{k.name}` wraps{at} from "
+                f"`{t}.storage().data()`, the storage's start; the copy starts `{read}.storage_offset()` elements in "
+                f"(line {moved[0].span.line}), so for a view its last `storage_offset() * itemsize()` bytes fall past the "
+                f"wrapped memory. Wrap `{t}.storage_offset() * {t}.itemsize() + {bytes_}` bytes there (the copy keeps "
+                f"`{bytes_}`), or start the range at `static_cast<const char*>({t}.storage().data()) + "
+                f"{t}.storage_offset() * {t}.itemsize()` and drop the offset from the copy's start."
+            )
+        return None
 
     @staticmethod
     def _fresh_from_callers(graph, impl: str, fn, name: str) -> bool:

@@ -617,6 +617,10 @@ class CppFacts:
                 fn.casts.append(Cast("static_cast" if name == "static_cast" else name, template, argv[0], self.span(node), idx, tree))
         elif func.type in ("primitive_type", "type_identifier", "identifier") and _is_type_name(callee) and len(argv) == 1:
             fn.casts.append(Cast("functional", callee, argv[0], self.span(node), idx, tree))
+        elif func.type == "parenthesized_expression" and _is_type_name(callee[1:-1]) and len(argv) == 1:
+            # `(NSUInteger)(n * 4)`: a C-style cast to a type tree-sitter does not know (not a primitive type),
+            # parsed as a call of a parenthesised name
+            fn.casts.append(Cast("c_style", callee[1:-1], argv[0], self.span(node), idx, tree))
         start = self.off(node.start_byte)
         return Call(
             callee=callee,

@@ -360,6 +360,10 @@ class TreeBuilder:
         name = "".join(self._text(func).split())
         if func.type in ("primitive_type", "type_identifier", "identifier") and name in _FUNCTIONAL_TYPES and len(argv) == 1:
             return self._mk(ts, "cast", "functional", name, argv)
+        if func.type == "parenthesized_expression" and name[1:-1] in _FUNCTIONAL_TYPES and len(argv) == 1:
+            # `(NSUInteger)(n * 4)`, `(uint)(a * b)`: a C-style cast to a type that is not a primitive type of
+            # tree-sitter's grammar comes as a call of a parenthesised name
+            return self._mk(ts, "cast", "c_style", name[1:-1], argv)
         callee = self._sub(func, depth)
         short = name.rsplit("::", 1)[-1]
         if "<" in short and short.endswith(">"):

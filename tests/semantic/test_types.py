@@ -74,6 +74,8 @@ HOST = [
     ("t.numel() & 0xFFFF", "i64"), ("t.numel() % u32", "i64"), ("a1 + u32", "i64"), ("a2 * a2", "u32"),
     ("static_cast<uint32_t>(a1) * 2", "u32"), ("lg * ul", "u64"), ("ul + 1", "u64"), ("i16 + 1l", "i64"),
     ("static_cast<myidx_t>(n64) * u32", "u32"), ("static_cast<big_t>(u32) * u32", "i64"),
+    # C-style casts to names tree-sitter's grammar does not know as types come as calls of a parenthesised name
+    ("(NSUInteger)(n32 * 4)", "u64"), ("(NSInteger)(u32)", "i64"), ("(uint)(n64 * 2)", "u32"), ("(uint)n64", "u32"),
 ]
 
 METAL_PRELUDE = """
