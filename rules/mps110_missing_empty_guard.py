@@ -17,6 +17,14 @@ tensors of the op (the output and the input) has handled the empty cases by shap
 bias, non-empty whenever the output is) are not reported; a view or copy that keeps the element count
 (`input.flatten(0, -2)`, `.view(...)`, `.contiguous()`) is covered by a check of what it views.
 
+It also flags `t.reshape({-1, k})` and `t.view({...})` with one `-1` where another size can be 0 and `t` can be
+empty: PyTorch cannot infer the `-1` of a tensor with no elements when the other sizes multiply to 0, and throws
+`cannot reshape tensor of 0 elements into shape [-1, 0] because the unspecified dimension size -1 can be any value
+and is ambiguous`. Linear's weight gradient reshaped the input to `{-1, input.size(-1)}` before its emptiness
+check, so `in_features == 0` failed in backward (pytorch/pytorch#190050, fixed by #190051). Not flagged: a size a
+check bounds away from 0 (`if (input.size(-1) > 32768)`), a literal, a size of a tensor a check proves non-empty,
+a receiver that is non-empty (then the `-1` is always determined), in the function or in every caller.
+
 ## Why is this bad?
 An empty tensor gives a zero-sized grid: Metal's validation layer rejects `dispatchThreads` with a zero
 dimension (`threadsPerGrid.width(0) must be != 0`), and without validation the encoder may still bind
@@ -82,6 +90,15 @@ _SAME_NUMEL = {"flatten", "view", "reshape", "contiguous", "clone", "to", "detac
 _OPS_PATH = re.compile(r"(?:^|/)native/mps/(?:operations/)?[^/]+\.(?:mm|cpp|h)$")
 
 
+def _minus_one(n) -> bool:
+    """``n`` is the literal -1 (a size to infer)."""
+    n = strip_parens(n)
+    if n.kind == "unary" and n.op == "-" and n.kids:
+        k = strip_parens(n.kids[0])
+        return k.kind == "int" and k.op.rstrip("lLuU") == "1"
+    return n.kind == "int" and n.op == "-1"
+
+
 def _has_tensor(fn) -> bool:
     """A tensor is in scope: a parameter or local of a tensor type, or a numel()/sizes() call."""
     if any(holds_tensor(parse_type(p.type or "")) for p in fn.params) or any(holds_tensor(parse_type(d.type or "")) for d in fn.decls):
@@ -136,7 +153,7 @@ class MissingEmptyGuard(Rule):
     name = "missing-empty-guard"
     severity = Severity.WARNING
     scope = "host"
-    summary = "Kernel launch or MPSNDArray reachable with an empty tensor (no `numel() == 0` early return on the path)"
+    summary = "Kernel launch, MPSNDArray or size-inferring reshape reachable with an empty tensor (no `numel() == 0` early return on the path)"
     guide = "Checklist"
 
     @staticmethod
@@ -252,6 +269,66 @@ class MissingEmptyGuard(Rule):
             )
             return  # one finding per function
 
+    @classmethod
+    def _size_nonzero(cls, fm, node, stmt: int) -> bool:
+        """The size ``node`` cannot be 0 at ``stmt``: a check bounds it, or it is a size of a tensor (through
+        locals: `const auto k = input.size(-1);`) that a check proves non-empty."""
+        if fm.nonzero(node, stmt):
+            return True
+        o, at = fm.origin(strip_parens(node), stmt)
+        o = strip_parens(o)
+        if o.kind == "index" and o.kids:
+            o = strip_parens(o.kids[0])  # `t.sizes()[1]`
+        if o.kind == "call" and o.op in ("size", "sizes", "sym_size") and o.receiver is not None:
+            return cls._tensor_nonempty(fm, strip_parens(o.receiver), at)
+        return False
+
+    def _reshape_sites(self, ctx, path, fn, fm, model, sites, registered, escaping, stubs_of):
+        """`t.reshape({-1, k})` / `t.view({..., -1, ...})` where another size can be 0: PyTorch cannot infer the
+        `-1` of an empty tensor when the other sizes multiply to 0 and throws ("cannot reshape tensor of 0 elements
+        into shape [-1, 0]"): linear's backward with `in_features == 0` (pytorch/pytorch#190050, fixed by #190051)."""
+        hosts = ctx.project.hosts
+        for call in fn.calls:
+            if call.name not in ("reshape", "view") or len(call.args) != 1 or call.args[0].tree is None or call.stmt < 0:
+                continue
+            shape = strip_parens(call.args[0].tree)
+            if shape.kind != "init" or len(shape.kids) < 2 or call.tree is None or call.tree.receiver is None:
+                continue
+            dims = [strip_parens(k) for k in shape.kids]
+            infer = [d for d in dims if _minus_one(d)]
+            if len(infer) != 1:
+                continue
+            t = strip_parens(call.tree.receiver)
+            others = [d for d in dims if d is not infer[0]]
+            if self._tensor_nonempty(fm, t, call.stmt):
+                continue  # a non-empty tensor's -1 is always determined
+            zero = [d for d in others if not self._size_nonzero(fm, d, call.stmt)]
+            if not zero:
+                continue
+            index = next((i for i, p in enumerate(fn.params) if t.kind == "id" and p.name == t.op), None)
+
+            def caller_guards(cpath, caller, c, index=index):
+                if index is None or index >= len(c.args) or c.args[index].tree is None:
+                    return False
+                return self._tensor_nonempty(model.function(caller, hosts.get(cpath)), strip_parens(c.args[index].tree), c.stmt)
+
+            if index is not None and not fm.defs.assigned(t.op) and hf.all_callers(fn.name, sites, registered, caller_guards, fn=fn, path=path):
+                continue
+            if empty_checked_by_core(stubs_of.get(hf.short_name(fn.name), set())) or hf.unreachable(fn, path, sites, registered, escaping):
+                continue
+            shown = zero[0].text
+            yield ctx.finding(
+                self,
+                path,
+                call.span,
+                f"`{call.tree.text}` throws when `{t.text}` is empty with `{shown}` == 0: the `-1` of a tensor with no "
+                f"elements cannot be inferred when the other sizes multiply to 0 (\"cannot reshape tensor of 0 elements "
+                f"into shape [-1, 0]\"), and nothing on the path proves `{shown}` non-zero or `{t.text}` non-empty "
+                f"(an empty batch, a zero-sized feature dimension). Handle `{t.text}.numel() == 0` before it (return "
+                f"the result the empty case defines), or spell every size.",
+            )
+            return  # one finding per function
+
     def check(self, ctx):
         hosts = ctx.project.hosts
         sites = hf.call_sites(hosts)
@@ -273,6 +350,8 @@ class MissingEmptyGuard(Rule):
                     continue
                 fm = model.function(fn, hosts[path])
                 yield from self._ndarray_sites(ctx, path, fn, fm, model, sites, registered, escaping, stubs_of)
+                if any(c.name in ("reshape", "view") for c in fn.calls):
+                    yield from self._reshape_sites(ctx, path, fn, fm, model, sites, registered, escaping, stubs_of)
                 launch = None
                 for call in hf.launches(fn):
                     args = hf.dispatch_size_args(call)
