@@ -290,6 +290,14 @@ class FunctionModel:
             return f"{self.key(n.kids[0], stmt, depth + 1, env)}.{n.op}" if n.kids else n.op
         if n.kind == "call":
             c = n.kids[0]
+            if c.kind == "member" and c.kids and len(n.kids) == 1 and c.op in ("nbytes", "itemsize"):
+                # one value, three spellings: `t.nbytes()` is `t.numel() * t.element_size()`, `itemsize()` is
+                # `element_size()` (a check of the product bounds the byte count)
+                elem = f"{self.key(c.kids[0], stmt, depth + 1, env)}.element_size()"
+                if c.op == "itemsize":
+                    return elem
+                a, b = sorted((f"{self._shape_key(c.kids[0], stmt, depth + 1, env)}.numel()", elem))
+                return f"({a}*{b})"
             if c.kind == "member" and c.kids and c.op in _SHAPE_CALLS:
                 head = f"{self._shape_key(c.kids[0], stmt, depth + 1, env)}.{c.op}"  # `t.contiguous().size(0)` is `t.size(0)`
             else:
@@ -299,7 +307,10 @@ class FunctionModel:
         if n.kind == "index":
             return f"{self.key(n.kids[0], stmt, depth + 1, env)}[{self.key(n.kids[1], stmt, depth + 1, env)}]"
         if n.kind == "binary":
-            return f"({self.key(n.kids[0], stmt, depth + 1, env)}{n.op}{self.key(n.kids[1], stmt, depth + 1, env)})"
+            a, b = self.key(n.kids[0], stmt, depth + 1, env), self.key(n.kids[1], stmt, depth + 1, env)
+            if n.op in ("*", "+") and b < a:
+                a, b = b, a  # commutative: `t.element_size() * t.numel()` is `t.numel() * t.element_size()`
+            return f"({a}{n.op}{b})"
         if n.kind == "cast":
             return f"({n.extra}){self.key(n.kids[0], stmt, depth + 1, env)}" if n.kids else n.key()
         if n.kind == "unary":

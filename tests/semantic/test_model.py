@@ -76,6 +76,25 @@ def test_product_bound_bounds_each_size_factor():
     assert _hi(fm) == INT32_MAX
 
 
+def test_a_byte_count_is_the_product_of_its_spellings():
+    # `t.nbytes()` is `t.numel() * t.element_size()` (and `itemsize()` is `element_size()`), in either order
+    for check, probe in [
+        ("t.numel() * t.element_size() < UINT32_MAX", "t.nbytes()"),
+        ("t.element_size() * t.numel() < UINT32_MAX", "t.nbytes()"),
+        ("t.nbytes() < UINT32_MAX", "t.numel() * t.itemsize()"),
+        ("t.nbytes() < UINT32_MAX", "t.itemsize() * t.numel()"),
+    ]:
+        fm = _fm(f"TORCH_CHECK({check}, \"x\");\nauto probe = {probe};")
+        assert _hi(fm) is not None and _hi(fm) < UINT32_MAX, (check, probe)
+
+
+def test_a_byte_count_of_another_dtype_is_not_bounded_by_the_original():
+    fm = _fm("auto h = t.to(at::kHalf);\nTORCH_CHECK(t.nbytes() < UINT32_MAX, \"x\");\nauto probe = h.nbytes();")
+    assert _hi(fm) is None or _hi(fm) > UINT32_MAX
+    fm = _fm("TORCH_CHECK(t.numel() < UINT32_MAX, \"x\");\nauto probe = t.nbytes();")
+    assert _hi(fm) is None or _hi(fm) > UINT32_MAX
+
+
 def test_and_proves_both_or_proves_only_common():
     fm = _fm("TORCH_CHECK(t.numel() <= 10 && u.numel() <= 20, \"x\");\nauto probe = u.numel();")
     assert _hi(fm) == 20
