@@ -323,9 +323,9 @@ class MissingEmptyGuard(Rule):
                 call.span,
                 f"`{call.tree.text}` throws when `{t.text}` is empty with `{shown}` == 0: the `-1` of a tensor with no "
                 f"elements cannot be inferred when the other sizes multiply to 0 (\"cannot reshape tensor of 0 elements "
-                f"into shape [-1, 0]\"), and nothing on the path proves `{shown}` non-zero or `{t.text}` non-empty "
-                f"(an empty batch, a zero-sized feature dimension). Handle `{t.text}.numel() == 0` before it (return "
-                f"the result the empty case defines), or spell every size.",
+                f"into shape [...] because the unspecified dimension size -1 can be any value\"), and nothing on the path "
+                f"proves `{shown}` non-zero or `{t.text}` non-empty. Handle `{t.text}.numel() == 0` before it (return the "
+                f"result the empty case defines), or spell every size.",
             )
             return  # one finding per function
 

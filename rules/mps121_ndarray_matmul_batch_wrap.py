@@ -134,7 +134,8 @@ class NDArrayMatmulBatchWrap(Rule):
             yield ctx.finding(
                 self, path, call.span,
                 f"`{t.text}` can have more than two dimensions here and is the first source of {what}. Flatten it to 2-D "
-                f"(`{t.text}.flatten(0, -2)`) or bound `{t.text}.size(-3)` by 65536 first.",
+                f"(`{t.text}.flatten(0, -2)`, with the output; a C operand of more than one dimension then goes through the "
+                f"two-source kernel and is added after) or bound `{t.text}.size(-3)` by 65536 first.",
             )
             return
         sites = hf.call_sites(hosts)
@@ -157,7 +158,8 @@ class NDArrayMatmulBatchWrap(Rule):
             yield ctx.finding(
                 self, cpath, c.span,
                 f"`{c.args[index].text}` can have more than two dimensions here and `{hf.short_name(fn.name)}` makes it the "
-                f"first source of {what}. Flatten it to 2-D (`{c.args[index].text}.flatten(0, -2)`, as the other branch "
-                f"may already do) or bound `{c.args[index].text}.size(-3)` by 65536 before the call.",
+                f"first source of {what}. Flatten it to 2-D (`{c.args[index].text}.flatten(0, -2)` and the output with it; a "
+                f"C operand of more than one dimension then cannot go with it: use the two-source kernel and add it "
+                f"after) or bound `{c.args[index].text}.size(-3)` by 65536 before the call.",
             )
             return  # one finding per kernel
