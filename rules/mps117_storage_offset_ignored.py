@@ -181,6 +181,10 @@ class StorageOffsetIgnored(Rule):
                     if b is None or call.name != "setBuffer":
                         continue
                     t = extflow.buffer_storage_arg(b[1])
+                    if t is None and b[1].isidentifier() and not any(a.lhs == b[1] for a in fn.assigns):
+                        # `id<MTLBuffer> buf = getMTLBufferStorage(x); [enc setBuffer:buf offset:0 ...]`
+                        init = extflow.local_init(fn, b[1], call.span.start)
+                        t = extflow.buffer_storage_arg(init) if init is not None else None
                     if t is None:
                         continue
                     if scalars is None:  # what the launched kernels read at each slot, once per function
@@ -369,7 +373,8 @@ class StorageOffsetIgnored(Rule):
         if _ZERO.fullmatch(off):
             if origin.fresh or self._fresh_from_callers(graph, impl, fn, origin.root):
                 return None
-            return (f"`{t}` may be a view with a non-zero storage offset (it comes from `{origin.root}`), but it is bound at "
+            whence = f" (it comes from `{origin.root}`)" if origin.root != t else ""
+            return (f"`{t}` may be a view with a non-zero storage offset{whence}, but it is bound at "
                     f"offset 0: the kernel reads the start of the allocation instead of `{t}`; use {fix}.")
         named = _OFFSET_OF.findall(off)
         if not named:
