@@ -77,3 +77,12 @@ def test_launched_kernels_prefers_the_copy_the_host_file_embeds():
     copies = [p for mop in graph.nodes("mop") for p, _k in graph.attrs(mop).get("kernels", []) if graph.attrs(mop)["name"] == "ee_rows"]
     assert len(copies) == 2 and host in copies  # both copies are in the tree
     assert len(kernels) == 1 and kernels[0] in [k for mop in graph.nodes("mop") for p, k in graph.attrs(mop).get("kernels", []) if p == host]
+
+
+def test_allocating_ops_called_as_namespace_functions_are_fresh():
+    src = "void op(const at::Tensor& a) {\n  auto order = at::argsort(a);\n  auto sums = torch::cumsum(a, 0);\n  auto kept = a.view({-1});\n}\n"
+    fn = host_facts("x/mps/op.mm", src, LineIndex(src)).functions[0]
+    end = fn.span.end
+    assert extflow.tensor_origin(fn, "order", end).fresh
+    assert extflow.tensor_origin(fn, "sums", end).fresh
+    assert not extflow.tensor_origin(fn, "kept", end).fresh

@@ -23,6 +23,8 @@ _VIEWING = ("contiguous", "view", "reshape", "flatten", "squeeze", "unsqueeze", 
 # methods that always return a newly allocated tensor (storage offset 0), unlike the views above
 _ALLOCATING = ("index_select", "masked_select", "nonzero", "argsort", "matmul", "mm", "bmm", "cumsum", "cumprod",
                "repeat", "repeat_interleave", "tril", "triu", "flip", "roll", "gather")
+# the same ops called as namespace functions: `at::argsort(x)`, `torch::cumsum(x, 0)`
+_FRESH_CALL = re.compile(r"^(?:at::|torch::)(?:" + "|".join(_ALLOCATING) + r")\s*\(")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -109,7 +111,7 @@ def tensor_origin(fn: Function, expr: str, at: int | None = None, depth: int = 6
             if not fresh:
                 names.extend(n for n in (a if not a.fresh else b).names if n not in names)
             break
-        if _FRESH.search(init):
+        if _FRESH.search(init) or _FRESH_CALL.search(init):
             fresh = True
             converted = converted or bool(re.search(r"dtype|\bk[A-Z]\w+|ScalarType", init))
             om = re.search(r"([A-Za-z_]\w*)(?:\s*\.\s*\w+\s*\(\s*\))*\s*\.\s*options\s*\(\s*\)", init)
