@@ -23,7 +23,9 @@ empty: PyTorch cannot infer the `-1` of a tensor with no elements when the other
 and is ambiguous`. Linear's weight gradient reshaped the input to `{-1, input.size(-1)}` before its emptiness
 check, so `in_features == 0` failed in backward (pytorch/pytorch#190050, fixed by #190051). Not flagged: a size a
 check bounds away from 0 (`if (input.size(-1) > 32768)`), a literal, a size of a tensor a check proves non-empty,
-a receiver that is non-empty (then the `-1` is always determined), in the function or in every caller.
+a receiver that is non-empty (then the `-1` is always determined), in the function or in every caller. Only in
+PyTorch's own operators: the reshape throws a clean `RuntimeError`, a defect where CPU accepts the shape, while an
+extension's op may refuse zero-sized dimensions.
 
 ## Why is this bad?
 An empty tensor gives a zero-sized grid: Metal's validation layer rejects `dispatchThreads` with a zero
@@ -77,6 +79,7 @@ from __future__ import annotations
 
 import re
 
+from mpslint.semantic import extflow
 from mpslint.semantic import hostflow as hf
 from mpslint.semantic.core_callers import empty_checked_by_core
 from mpslint.model import Severity
@@ -350,7 +353,9 @@ class MissingEmptyGuard(Rule):
                     continue
                 fm = model.function(fn, hosts[path])
                 yield from self._ndarray_sites(ctx, path, fn, fm, model, sites, registered, escaping, stubs_of)
-                if any(c.name in ("reshape", "view") for c in fn.calls):
+                if any(c.name in ("reshape", "view") for c in fn.calls) and extflow.file_context(ctx, path) == "pytorch":
+                    # a clean RuntimeError on a zero-sized dimension is a defect where CPU accepts the shape (an
+                    # ATen operator); an extension's op may define its own domain
                     yield from self._reshape_sites(ctx, path, fn, fm, model, sites, registered, escaping, stubs_of)
                 launch = None
                 for call in hf.launches(fn):
