@@ -135,3 +135,20 @@ def test_mtl202_not_in_c10_metal_common_h(torch_site, tmp_path):
     result = lint(LintOptions(paths=[str(tmp_path)], select=["MTL202"], cwd=tmp_path))
     assert not result.internal_errors
     assert result.findings == []
+
+
+def test_gathered_index_metal_alone(tmp_path):
+    """MTL209 with no operation source in the run judges every kernel: the fixture's positives, and the two kernels
+    whose host (not in view here) makes or validates the index tensor; every other near-miss stays clean."""
+    from pathlib import Path
+
+    fixture = Path(__file__).resolve().parent.parent / "fixtures/aten/src/ATen/native/mps/kernels/GatheredIndex.metal"
+    text = fixture.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    expect = {i + 1 for i, ln in enumerate(lines) if "expect: MTL209" in ln}
+    hosted = {i + 1 for i, ln in enumerate(lines) if "ok: MTL209 (the op's own permutation)" in ln or "ok: MTL209 (the host checks)" in ln}
+    assert len(expect) >= 3 and len(hosted) == 2
+    (tmp_path / "k.metal").write_text(text, encoding="utf-8")
+    result = lint(LintOptions(paths=[str(tmp_path / "k.metal")], select=["MTL209"], cwd=tmp_path))
+    assert not result.internal_errors, result.internal_errors
+    assert {f.span.line for f in result.findings} == expect | hosted

@@ -38,13 +38,13 @@ def bindings(fn, after: int):
     return {k: (t, c) for k, (t, c, _a) in out.items()}, first
 
 
-def bound_exprs(fn, after: int):
+def bound_exprs(fn, after: int, until: int | None = None):
     """Like ``bindings``, with the bound expression too: {slot: (arg text, call, arg)} (``arg`` is None for an
-    iterator operand)."""
+    iterator operand); only calls before offset ``until`` when it is given (the next launch's kernel name)."""
     out: dict[int, tuple[str, object, Expr | None]] = {}
     first = None
     for c in fn.calls:
-        if c.span.start < after:
+        if c.span.start < after or (until is not None and c.span.start >= until):
             continue
         slots: list[tuple[int, object]] = []
         if c.name in _ARGS_BINDERS and c.args and not c.message_send:
@@ -129,15 +129,7 @@ def single_kernel_launches(graph):
             continue
         kid = krefs[0]
         ref = graph.attrs(kid)["ref"]
-        rx = re.compile(ref.pattern + r"\Z")
-        kernels = []
-        for mop in graph.out(kid, "resolves"):
-            ma = graph.attrs(mop)
-            # only kernels the name really selects: a [[host_name]] of theirs matches (not a kernel that merely
-            # shares a prefix with the name, like `clamp_index` for "clamp_" + dtype)
-            named = any(rx.match(hn) for _p, reg in ma.get("registrations", []) for hn in reg.host_names)
-            if named or (ref.exact and ma["name"] == ref.literal):
-                kernels += list(ma.get("kernels", []))
+        kernels = _named_kernels(graph, kid, ref)
         if not kernels:
             continue
         sigs = {tuple((i, "ErrorMessages" in b.type) for i, b in sorted(kernel_slots(k).items())) for _p, k in kernels}
@@ -148,6 +140,38 @@ def single_kernel_launches(graph):
         if not slots:
             continue
         yield Launch(impl, a, fn, kernel, kernel_path, ref, slots, tuple(kernels))
+
+
+def _named_kernels(graph, kid: str, ref) -> list:
+    """(path, Kernel) of the kernels a kernel-name reference selects: a [[host_name]] of theirs matches (not a
+    kernel that merely shares a prefix with the name, like `clamp_index` for "clamp_" + dtype)."""
+    rx = re.compile(ref.pattern + r"\Z")
+    kernels = []
+    for mop in graph.out(kid, "resolves"):
+        ma = graph.attrs(mop)
+        named = any(rx.match(hn) for _p, reg in ma.get("registrations", []) for hn in reg.host_names)
+        if named or (ref.exact and ma["name"] == ref.literal):
+            kernels += list(ma.get("kernels", []))
+    return kernels
+
+
+def all_launches(graph):
+    """(impl, attrs, Function, [(path, Kernel)], ref, until) for every kernel-name reference of every host
+    function, ``until`` the offset of the function's next reference (None for the last): a function that launches
+    two kernels binds each one's arguments between its name and the next."""
+    for impl in sorted(graph.nodes("impl")):
+        a = graph.attrs(impl)
+        fn = a.get("function")
+        if fn is None:
+            continue
+        refs = sorted(((graph.attrs(k)["ref"], k) for k in graph.out(impl, "launches")), key=lambda rk: rk[0].span.start)
+        for i, (ref, kid) in enumerate(refs):
+            if ref.kind != "host_name":
+                continue
+            kernels = _named_kernels(graph, kid, ref)
+            if kernels:
+                until = refs[i + 1][0].span.start if i + 1 < len(refs) else None
+                yield impl, a, fn, kernels, ref, until
 
 
 _DISPATCH_1D = {"mtl_dispatch1DJob": 2, "dispatchThreads": 0}
@@ -277,3 +301,76 @@ def _grid_1d(fn, after: int):
             return None
         return c, a.args[0]
     return c, args[k]
+
+
+def launch_tensor_origins(graph, model, hosts) -> dict[int, dict[str, list[bool]]]:
+    """Which kernel buffers the launching code fills itself: id(kernel Function) -> {buffer parameter: [the tensor
+    bound to it is made by the op (allocated in the launching function, or passed freshly allocated by every caller
+    of it in the tree), one entry per launch]}. A tensor the launching function receives from outside (an
+    operator's argument) is not made by the op. Launches whose bindings are not fully known give nothing; a
+    function that launches several kernels binds each one between its name and the next."""
+    from . import extflow
+
+    out: dict[int, dict[str, list[bool]]] = {}
+    for impl, _attrs, fn, kernels, ref, until in all_launches(graph):
+        got = bound_exprs(fn, ref.span.start, until)
+        if got is None:
+            continue
+        bound, _first = got
+        for _path, kernel in kernels:
+            for k, slot in kernel_slots(kernel).items():
+                if k not in bound:
+                    continue
+                text, call, arg = bound[k]
+                if arg is None or arg.tree is None or arg.tree.kind not in ("id", "call", "member"):
+                    continue
+                made = _host_data(fn, arg.tree) or _made_by_op(graph, impl, fn, text, call.span.start, extflow)
+                out.setdefault(id(kernel.function), {}).setdefault(slot.name, []).append(made)
+    return out
+
+
+def _host_data(fn, node) -> bool:
+    """The bound value is host memory the launch copies (a shape, a stride array, a `std::vector` of sizes), not a
+    tensor's contents: `t.strides()`, a local or parameter whose type holds no tensor and is no buffer handle."""
+    from .types import holds_tensor
+
+    if node.kind == "call" and node.op in ("sizes", "strides", "shape", "sym_sizes", "sym_strides", "data"):
+        return True
+    if node.kind != "id":
+        return False
+    ty = next((d.type for d in fn.decls if d.name == node.op), None)
+    if ty is None:
+        ty = next((p.type for p in fn.params if p.name == node.op), None)
+    if ty is None:
+        # `std::vector<int64_t> sizes(D);` reaches tree-sitter as a function declaration, not a variable's
+        decl = re.compile(r"\s*((?:const\s+)?[A-Za-z_][\w:]*(?:<[^;{}()]*>)?)\s+" + re.escape(node.op) + r"\s*\(")
+        ty = next((m.group(1) for st in fn.stmts if st.kind == "declaration" for m in [decl.match(st.text)] if m), None)
+    if ty is None or "MTLBuffer" in ty or "Tensor" in ty or ty.strip() in ("auto", "const auto", "auto&", "const auto&"):
+        return False
+    return not holds_tensor(parse_type(ty))
+
+
+def _made_by_op(graph, impl: str, fn, text: str, at: int, extflow) -> bool:
+    origin = extflow.tensor_origin(fn, text, at)
+    if origin.fresh:
+        return True
+    index = next((i for i, p in enumerate(fn.params) if p.name == origin.root), None)
+    if index is None:
+        return not any(p.name == origin.root for p in fn.params) and _local_buffer(fn, origin.root)
+    seen = False
+    for caller in graph.into(impl, "calls"):
+        cf = graph.attrs(caller).get("function")
+        if cf is None:
+            continue
+        for c in cf.calls:
+            if c.name != fn.name:
+                continue
+            if index >= len(c.args) or not extflow.tensor_origin(cf, c.args[index].text, c.span.start).fresh:
+                return False
+            seen = True
+    return seen
+
+
+def _local_buffer(fn, name: str) -> bool:
+    """``name`` is a Metal buffer the function allocates (`id<MTLBuffer> b = [device newBufferWithLength:...]`)."""
+    return any(d.name == name and "MTLBuffer" in d.type and d.init is not None and "newBuffer" in d.init.text for d in fn.decls)
