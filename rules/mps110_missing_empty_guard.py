@@ -328,7 +328,8 @@ class MissingEmptyGuard(Rule):
                 f"elements cannot be inferred when the other sizes multiply to 0 (\"cannot reshape tensor of 0 elements "
                 f"into shape [...] because the unspecified dimension size -1 can be any value\"), and nothing on the path "
                 f"proves `{shown}` non-zero or `{t.text}` non-empty. Handle `{t.text}.numel() == 0` before it (return the "
-                f"result the empty case defines), or spell every size.",
+                f"result the empty case defines), or use `flatten` (`{t.text}.flatten(0, -2)`, `{t.text}.flatten(1)`), which keeps an "
+                f"empty tensor's sizes, instead of a `-1`.",
             )
             return  # one finding per function
 

@@ -246,11 +246,12 @@ class TreeBuilder:
         if leaf is not None:
             text = self._text(ts)
             if leaf == "num":
-                if text.startswith("-") and int_literal(text[1:].strip()) is not None:
+                digits = text[1:].strip()
+                if text.startswith("-") and int_literal(digits) is not None:
                     # tree-sitter folds the sign into the literal in some places (`{-1, n}`): the negation of an
                     # integer literal, as everywhere else
-                    lit = self._mk(ts, "int", text[1:].strip())
-                    lit = Node("int", text[1:].strip(), "", (), lit.start + 1, lit.end, text[1:].strip())
+                    whole = self._mk(ts, "unary", "-")
+                    lit = Node("int", digits, "", (), whole.end - len(digits), whole.end, digits)
                     return self._mk(ts, "unary", "-", "", (lit,))
                 return self._mk(ts, "int" if int_literal(text) is not None else "float", text)
             return self._mk(ts, leaf, text)
