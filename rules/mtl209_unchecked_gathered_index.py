@@ -244,20 +244,36 @@ class UncheckedGatheredIndex(Rule):
                 used = identifiers(d.init.tree) & set(gathered)
                 for g in used:
                     flags.setdefault(g, set()).add(d.name)
+        # row pointers into a buffer at a gathered offset: `device const uchar* row = packed + idx * width;`
+        rows: dict[str, tuple[str, object]] = {}
+        for d in fn.decls:
+            if not d.pointer or d.init is None or d.init.tree is None:
+                continue
+            init = strip_parens(d.init.tree)
+            if init.kind == "binary" and init.op == "+" and len(init.kids) == 2:
+                for a, b in (init.kids, init.kids[::-1]):
+                    a = strip_parens(a)
+                    if a.kind == "id" and a.op in buffers and identifiers(b) & set(gathered):
+                        rows[d.name] = (a.op, b)
         for sub in fn.subscripts:
             t = sub.tree
             if t is None or t.kind != "index" or len(t.kids) != 2 or sub.stmt < 0:
                 continue
             base = strip_parens(t.kids[0])
-            if base.kind != "id" or base.op not in buffers:
+            if base.kind != "id":
                 continue
-            index = t.kids[1]
+            if base.op in rows:
+                target, index = rows[base.op]  # judged by the offset the row pointer starts at
+            elif base.op in buffers:
+                target, index = base.op, t.kids[1]
+            else:
+                continue
             names = identifiers(index)
-            hits = [(g, gathered[g]) for g in sorted(names & set(gathered)) if gathered[g] != base.op]
+            hits = [(g, gathered[g]) for g in sorted(names & set(gathered)) if gathered[g] != target]
             if not hits:
                 for n in walk(index):
                     src = _load_of(n, buffers) if n.kind == "index" else None
-                    if src is not None and src != base.op:
+                    if src is not None and src != target:
                         hits = [(n.text, src)]
                         break
                 if not hits:
