@@ -35,7 +35,8 @@ kernel void gather_rows(device const long* indices [[buffer(0)]], device const f
 Compare the index with the size of the dimension it selects before the access and report through the kernel's
 error buffer (`c10/metal/error.h`: `TORCH_REPORT_ERROR`, read back by the host), or validate the index tensor
 on the host before the launch. Not flagged: indices bounded in the kernel (any dominating comparison of the value,
-`min`/`clamp`, `%`), loop counters that start from a loaded offset, threadgroup or thread memory, and backward
+`min`/`clamp`, `%`), loop counters that start from a loaded offset, threadgroup or thread memory, values read from buffers
+named for a launch's geometry (`sizes`, `strides`, `shape`, `dims`, `extent`: the host's shape arrays), and backward
 kernels (`*_backward*`, `*_grad*`): the indices they are handed are the forward's, where the check belongs;
 kernels whose every launching host function (or every caller of it) validates a tensor first (`t.min()`,
 `t.max()`, `at::aminmax`, `at::_assert_async`), as `bincount` does before it sizes its output; and index buffers
