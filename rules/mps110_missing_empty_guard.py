@@ -17,6 +17,15 @@ tensors of the op (the output and the input) has handled the empty cases by shap
 bias, non-empty whenever the output is) are not reported; a view or copy that keeps the element count
 (`input.flatten(0, -2)`, `.view(...)`, `.contiguous()`) is covered by a check of what it views.
 
+It also flags an MPSGraph `Placeholder(graphTensor, t)` on a path where nothing checks any tensor's element
+count (in the function, or in every caller): an empty tensor has no buffer, and the constructor asserts
+`[srcBuf length] > 0` ("Placeholder tensor is empty!", a RuntimeError that asks the user to report a bug to
+PyTorch). `dot` of two empty vectors (pytorch/pytorch#165237) and `baddbmm` with an empty batch (#188808) failed
+so where CPU returns 0 or `beta * input`. Only the path with no emptiness check at all: an elementwise op's
+`if (output.numel() == 0) return;` covers its inputs, and most MPSGraph ops are elementwise. A Placeholder in the
+arm of a `?:` that proves its tensor non-empty (`self.numel() != 0 ? Placeholder(..., self) : Placeholder()`) is
+not flagged.
+
 It also flags `t.reshape({-1, k})` and `t.view({...})` with one `-1` where another size can be 0 and `t` can be
 empty: PyTorch cannot infer the `-1` of a tensor with no elements when the other sizes multiply to 0, and throws
 `cannot reshape tensor of 0 elements into shape [-1, 0] because the unspecified dimension size -1 can be any value
@@ -156,7 +165,7 @@ class MissingEmptyGuard(Rule):
     name = "missing-empty-guard"
     severity = Severity.WARNING
     scope = "host"
-    summary = "Kernel launch, MPSNDArray or size-inferring reshape reachable with an empty tensor (no `numel() == 0` early return on the path)"
+    summary = "Kernel launch, MPSNDArray, MPSGraph Placeholder or size-inferring reshape reachable with an empty tensor (no `numel() == 0` early return on the path)"
     guide = "Checklist"
 
     @staticmethod
@@ -272,6 +281,76 @@ class MissingEmptyGuard(Rule):
             )
             return  # one finding per function
 
+    @staticmethod
+    def _arm_proves(fm, fn, call) -> dict:
+        """What the `?:` conditions around ``call`` prove in the arm it is in (`self.numel() != 0 ?
+        Placeholder(..., self) : Placeholder()`): value key -> interval."""
+        roots = [fn.stmts[call.stmt].tree] + [d.init.tree for d in fn.decls if d.stmt == call.stmt and d.init is not None]
+        proved: dict = {}
+        for root in roots:
+            for n in walk(root) if root is not None else ():
+                if n.kind != "cond" or len(n.kids) != 3:
+                    continue
+                for arm, truth in ((n.kids[1], True), (n.kids[2], False)):
+                    if arm.start <= call.span.start and call.span.end <= arm.end:
+                        proved.update(fm.prove(n.kids[0], truth, call.stmt))
+        return proved
+
+    @classmethod
+    def _handles_empty(cls, fm, stmt: int) -> bool:
+        """The path to ``stmt`` deals with empty tensors in some way: a dominating check proves a tensor non-empty,
+        or a dominating condition tests an element count (`if (self.numel() == 0 & other.numel() == 0) return
+        ...;` proves neither alone, yet the author handled the empty case; the two are equal by `dot_check`)."""
+        if cls._guarded(fm, stmt):
+            return True
+        return any(n.kind == "call" and n.op in ("numel", "sym_numel", "is_empty") for c in fm.conditions(stmt) for n in walk(c.node))
+
+    def _placeholder_sites(self, ctx, path, fn, fm, model, sites, registered, escaping, stubs_of):
+        """`Placeholder(graphTensor, t)` where nothing on the path checks any tensor's element count: the
+        constructor asserts `[srcBuf length] > 0` ("Placeholder tensor is empty!"), and an empty tensor's buffer is
+        nil (`dot` of empty vectors before pytorch/pytorch#165237, `baddbmm` with an empty batch before #188808).
+        Only the path with no emptiness check at all: a check of the output covers the inputs of the elementwise
+        ops, which are most MPSGraph ops, and telling the reductions apart needs each op's shape rules."""
+        hosts = ctx.project.hosts
+        for call in fn.calls:
+            if call.name != "Placeholder" or len(call.args) < 2 or call.args[1].tree is None or call.stmt < 0:
+                continue
+            t = strip_parens(call.args[1].tree)
+            numel = f"{t.text}.numel()"
+            if t.kind == "unary" and t.op == "*" and t.kids:
+                t = strip_parens(t.kids[0])  # `*self_` of a MaybeOwned
+                numel = f"{t.text}->numel()"
+            if t.kind != "id" or self._handles_empty(fm, call.stmt):
+                continue
+            arm = self._arm_proves(fm, fn, call)
+            if any(k.endswith(".numel()") and iv.lo is not None and iv.lo >= 1 for k, iv in arm.items()):
+                continue
+
+            def caller_guards(cpath, caller, c):
+                return self._handles_empty(model.function(caller, hosts.get(cpath)), c.stmt)
+
+            if hf.all_callers(fn.name, sites, registered, caller_guards, fn=fn, path=path):
+                continue
+            if empty_checked_by_core(stubs_of.get(hf.short_name(fn.name), set())) or hf.unreachable(fn, path, sites, registered, escaping):
+                continue
+            shown = call.args[1].text
+            unguarded = next((c for cpath, caller, c in hf.visible_sites(sites, fn, path) if not caller_guards(cpath, caller, c)), None)
+            where = "nothing on the path checks whether a tensor of the op is empty"
+            if unguarded is not None:
+                caller = next(f for cpath, f, c in hf.visible_sites(sites, fn, path) if c is unguarded)
+                where = f"nothing here checks whether a tensor of the op is empty, and `{hf.short_name(caller.name)}` calls it without a check"
+            yield ctx.finding(
+                self,
+                path,
+                call.span,
+                f"`Placeholder(..., {shown})` wraps `{shown}`'s buffer, and {where}: an empty tensor has no buffer, and "
+                f"the constructor's `[srcBuf length] > 0` internal assert fails (\"Placeholder tensor is empty!\", a "
+                f"RuntimeError asking the user to report a bug) where CPU returns a result. Handle `{numel} == 0` "
+                f"before building the graph: return the result the empty case defines (an empty output, or a "
+                f"reduction's identity: `dot` of empty vectors is 0).",
+            )
+            return  # one finding per function
+
     @classmethod
     def _size_nonzero(cls, fm, node, stmt: int) -> bool:
         """The size ``node`` cannot be 0 at ``stmt``: a check bounds it, or it is a size of a tensor (through
@@ -354,6 +433,8 @@ class MissingEmptyGuard(Rule):
                     continue
                 fm = model.function(fn, hosts[path])
                 yield from self._ndarray_sites(ctx, path, fn, fm, model, sites, registered, escaping, stubs_of)
+                if any(c.name == "Placeholder" for c in fn.calls):
+                    yield from self._placeholder_sites(ctx, path, fn, fm, model, sites, registered, escaping, stubs_of)
                 if any(c.name in ("reshape", "view") for c in fn.calls) and extflow.file_context(ctx, path) == "pytorch":
                     # a clean RuntimeError on a zero-sized dimension is a defect where CPU accepts the shape (an
                     # ATen operator); an extension's op may define its own domain

@@ -727,10 +727,14 @@ class FunctionModel:
             return {}
         if n.kind == "unary" and n.op == "!":
             return self.prove(n.kids[0], not truth, stmt, env, depth + 1, known)
-        if n.kind == "binary" and n.op in ("&&", "||"):
+        logical = n.op if n.kind == "binary" and n.op in ("&&", "||") else None
+        if n.kind == "binary" and n.op in ("&", "|") and len(n.kids) == 2 and all(self.type_of(k, stmt).kind == "bool" for k in n.kids):
+            # `a.numel() == 0 & b.numel() == 0`: bitwise on two bools is the logical operator without the short circuit
+            logical = "&&" if n.op == "&" else "||"
+        if logical is not None:
             a = self.prove(n.kids[0], truth, stmt, env, depth + 1, known)
             b = self.prove(n.kids[1], truth, stmt, env, depth + 1, known)
-            if (n.op == "&&") == truth:  # both hold
+            if (logical == "&&") == truth:  # both hold
                 return _meet_all(a, b)
             if known:
                 if _contradicts(a, known):

@@ -104,6 +104,19 @@ def test_and_proves_both_or_proves_only_common():
     assert _hi(fm) == 20
 
 
+def test_bitwise_operators_on_bools_are_logical():
+    """`a <= 10 & b <= 20` on two comparisons is `&&` without the short circuit; `|` is `||`; on integers they
+    are masks and prove no comparison."""
+    fm = _fm("TORCH_CHECK(t.numel() <= 10 & u.numel() <= 20, \"x\");\nauto probe = u.numel();")
+    assert _hi(fm) == 20
+    fm = _fm("TORCH_CHECK(t.numel() <= 10 | u.numel() <= 20, \"x\");\nauto probe = u.numel();")
+    assert _hi(fm) != 20
+    fm = _fm("if (t.numel() > 10 | u.numel() > 20) {\n  return;\n}\nauto probe = u.numel();")
+    assert _hi(fm) == 20
+    fm = _fm("TORCH_CHECK((n & 0xff) <= 10, \"x\");\nauto probe = n;")
+    assert _hi(fm) != 10
+
+
 def test_negation_and_early_exit():
     fm = _fm("if (!(t.numel() <= 100)) {\n  TORCH_CHECK(false, \"x\");\n}\nauto probe = t.numel();")
     assert _hi(fm) == 100
