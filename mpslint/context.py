@@ -14,8 +14,14 @@ Detection, per file, first answer wins:
 3. an extension's includes: any ``<torch/...>`` header (``<torch/extension.h>``, ``<torch/library.h>``,
    ``<torch/version.h>``, ``<torch/csrc/...>``), ExecuTorch's headers -> extension (torchao's ATen op
    includes ``ATen/native/mps/OperationUtils.h`` *and* ``torch/library.h``: it is an extension);
+3b. operators registered in a library of its own (`TORCH_LIBRARY_IMPL(torchvision, MPS, m)`,
+   `STABLE_TORCH_LIBRARY_IMPL(...)`, `TORCH_LIBRARY(myext, m)`): PyTorch registers MPS kernels of its own
+   namespaces only (``aten``, ``prims``, ``quantized``, ...) -> extension (torchvision's MPS ops include only
+   ``ATen/native/mps/OperationUtils.h`` and register ``torchvision::nms``);
 4. PyTorch-internal includes (``ATen/native/...``, ``c10/metal/...``) -> pytorch: PyTorch's own file
-   linted outside its checkout (a copy, a patch under review);
+   linted outside its checkout (a copy, a patch under review); but a header with only this signal that the
+   project's extension files include, and no PyTorch file does, is the extension's (torchvision's
+   ``mps_kernels.h``);
 5. the public MPS API or an own metallib: calls into ``at::mps::`` / ``torch::mps::``,
    ``newLibraryWithData:`` / ``newLibraryWithURL:`` / ``newLibraryWithSource:`` / ``newLibraryWithFile:``
    -> extension;
@@ -54,6 +60,9 @@ _PYTORCH_INCLUDES = ("ATen/native/", "c10/metal/")
 _PUBLIC_MPS_API = ("at::mps::", "torch::mps::")
 _OWN_METALLIB = {"newLibraryWithData", "newLibraryWithURL", "newLibraryWithSource", "newLibraryWithFile"}
 _PYTORCH_KINDS = {"yaml", "common_mps"}
+_LIBRARY_MACROS = {"TORCH_LIBRARY", "TORCH_LIBRARY_IMPL", "TORCH_LIBRARY_FRAGMENT", "STABLE_TORCH_LIBRARY", "STABLE_TORCH_LIBRARY_IMPL", "STABLE_TORCH_LIBRARY_FRAGMENT"}
+# the operator namespaces PyTorch itself registers kernels in
+_CORE_NAMESPACES = {"aten", "prims", "quantized", "_quantized", "sparse", "mkldnn", "_test", "c10d", "_c10d_functional", "profiler", "inductor", "_inductor_test", "mps", "_"}
 
 
 @dataclass(frozen=True)
@@ -113,6 +122,16 @@ def _calls(facts):
         yield from fn.calls
 
 
+def _own_library(facts) -> str | None:
+    """The namespace of an operator library the file registers in, when it is not one of PyTorch's own."""
+    for fn in getattr(facts, "functions", ()) or ():
+        if fn.name in _LIBRARY_MACROS and fn.params:
+            ns = (fn.params[0].type or fn.params[0].name or "").strip()
+            if ns and ns.isidentifier() and ns not in _CORE_NAMESPACES:
+                return ns
+    return None
+
+
 def file_signal(path: str, facts, fs_path: str | None = None, kind: str | None = None, memo: dict[str, bool] | None = None) -> Detected | None:
     """Rules 2-5 of the module docstring; None when nothing in the file or its path says where it lives."""
     where = path_signal(path, fs_path, memo)
@@ -124,6 +143,9 @@ def file_signal(path: str, facts, fs_path: str | None = None, kind: str | None =
     ext = next((h for h in includes if h.startswith(_EXT_INCLUDES)), None)
     if ext:
         return Detected(EXTENSION, f"includes <{ext}>")
+    lib = _own_library(facts)
+    if lib:
+        return Detected(EXTENSION, f"registers operators of its own library `{lib}`")
     internal = next((h for h in includes if h.startswith(_PYTORCH_INCLUDES)), None)
     if internal:
         return Detected(PYTORCH, f"includes <{internal}>")
@@ -170,6 +192,7 @@ def project_contexts(project: "Project", config_override: str | None = None) -> 
                 pending.append(path)
             else:
                 out[path] = d
+        _headers_follow_includers(project, out)
         votes = Counter(d.context for p, d in out.items() if project.sources[p].kind not in _PYTORCH_KINDS)
         inherited = PYTORCH if votes[PYTORCH] > votes[EXTENSION] else EXTENSION
         reason = f"no signal; the project's files are mostly {inherited}" if votes else "no signal (default)"
@@ -177,6 +200,23 @@ def project_contexts(project: "Project", config_override: str | None = None) -> 
             out[path] = Detected(inherited, reason)
     project.contexts_cache = (key, out)
     return out
+
+
+def _headers_follow_includers(project: "Project", out: dict[str, Detected]) -> None:
+    """A header placed in PyTorch only by its PyTorch-internal includes (rule 4) that the project's extension
+    files include, and no PyTorch file does, is the extension's own header (torchvision's ``mps_kernels.h``
+    includes ``OperationUtils.h`` and holds the Metal source its ops compile)."""
+    weak = [p for p, d in out.items() if d.context == PYTORCH and d.reason.startswith("includes <") and PurePath(p).suffix in (".h", ".hpp", ".cuh")]
+    if not weak:
+        return
+    includers: dict[str, set[str]] = {}
+    for path, d in out.items():
+        for inc in _includes(_facts_of(project, path)):
+            includers.setdefault(PurePath(inc).name, set()).add(d.context)
+    for p in weak:
+        by = includers.get(PurePath(p).name)
+        if by == {EXTENSION}:
+            out[p] = Detected(EXTENSION, "a header the project's extension files include")
 
 
 def file_context(project: "Project", path: str, config_override: str | None = None) -> str:

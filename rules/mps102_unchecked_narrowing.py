@@ -113,7 +113,9 @@ needed more memory than any Mac has once the other dimensions are counted, or a 
 extension code the readers split: on five repositories a first reader took a GEMM's `M`, `K`, `N` narrowed to
 `uint32_t` as real (9 of 9); on huggingface/kernels-community's 42 Metal files an independent reader judged 52
 of 52 such findings (head sizes, hidden sizes, token counts, row strides) debatable, shapes no model produces.
-So dimensions are opt-in everywhere:
+One dimension scaled by an integer argument of the op (`dilation_h * (kernel_h - 1) + 1`, a window's
+`stride * size(2)`) is still one dimension, not a product of sizes (torchvision's `deform_conv2d`). So
+dimensions are opt-in everywhere:
 
 ```toml
 [tool.mpslint.rules.MPS102]

@@ -155,7 +155,7 @@ class DispatchSyncWithoutRethrow(Rule):
                         path,
                         call.span if start < 0 else ctx.project.sources[path].index.span(start, start + len("dispatch_sync")),
                         f"the `dispatch_sync` block can throw ({why}); a C++ exception cannot cross the block and "
-                        f"terminates the process. Use `{name}`{where}, which rethrows on the caller.",
+                        f"terminates the process. Use `{name}`, which rethrows on the caller{where}.",
                         fix=fix,
                     )
 

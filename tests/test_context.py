@@ -41,6 +41,11 @@ def test_extension_fixtures_are_extension():
         ("#include <torch/extension.h>\n#include <ATen/native/mps/OperationUtils.h>\n", "extension"),  # torchao's aten op
         ("#include <ATen/native/mps/OperationUtils.h>\n", "pytorch"),  # a copy of a PyTorch op
         ("#include <torch/library.h>\n", "extension"),
+        # torchvision's MPS ops: PyTorch's internal helpers, operators of a library of its own
+        ("#include <ATen/native/mps/OperationUtils.h>\nTORCH_LIBRARY_IMPL(torchvision, MPS, m) {\n  m.impl(\"torchvision::nms\", TORCH_FN(nms_kernel));\n}\n", "extension"),
+        ("#include <ATen/native/mps/OperationUtils.h>\nSTABLE_TORCH_LIBRARY_IMPL(myext, MPS, m) {\n  m.impl(\"op\", TORCH_BOX(&op));\n}\n", "extension"),
+        # PyTorch's own registrations of aten kernels stay PyTorch's
+        ("#include <ATen/native/mps/OperationUtils.h>\nTORCH_LIBRARY_IMPL(aten, MPS, m) {\n  m.impl(\"_foo\", TORCH_FN(foo));\n}\n", "pytorch"),
         # kernels-community's mlx-rmsnorm: PyTorch's internal helpers, but a public torch header says extension
         ("#include <torch/version.h>\n#include <ATen/native/mps/OperationUtils.h>\n", "extension"),
         ("#include <ATen/ATen.h>\nvoid f() { auto s = at::mps::getCurrentMPSStream(); }\n", "extension"),

@@ -74,6 +74,17 @@ def test_mps102_in_pytorch_reports_linear_extents_by_default_and_dimensions_when
     assert all("one dimension's size or stride" in m for _, _, m in dims | boxed)
 
 
+def test_mps102_a_dimension_scaled_by_an_argument_is_a_dimension():
+    """`dilation_h * (weight_h - 1) + 1` (torchvision's deform_conv2d) is one dimension: reported only with
+    narrowed-dimensions, as a dimension; products of sizes and byte counts stay linear extents."""
+    rel = "fixtures/aten/src/ATen/native/mps/operations/ScaledDimensions.mm"
+    default = sorted(line for path, line, _ in _mps102(Config()) if path == rel)
+    wide = {line: m for path, line, m in _mps102(Config(rule_settings={"MPS102": {"narrowed-dimensions": True}})) if path == rel}
+    assert default == [12, 13, 20]
+    assert sorted(wide) == [9, 10, 11, 12, 13, 20]
+    assert all("one dimension's size or stride" in wide[line] for line in (9, 10, 11))
+
+
 def test_mps102_in_extension_code_reports_dimensions_only_when_asked(tmp_path):
     ext = tmp_path / "myext" / "csrc"
     ext.mkdir(parents=True)

@@ -1053,6 +1053,10 @@ class FunctionModel:
                     r = self.range(other, stmt, depth + 1, guards=False)
                     if r.hi is not None and r.hi <= 1 and r.lo is not None and r.lo >= 0:
                         return a or b
+                    if (a or b) == "dim" and self._scalar_parameter(other, stmt):
+                        # `dilation_h * (kernel_h - 1)`: one dimension scaled by an integer argument of the
+                        # op (a dilation, a stride of the window), not a product of sizes
+                        return "dim"
                     return "linear"
                 return None
             if n.op in ("+", "-"):
@@ -1066,6 +1070,22 @@ class FunctionModel:
             ks = [self.extent(k, stmt, depth + 1) for k in n.kids[1:]]
             return "linear" if "linear" in ks else ("dim" if "dim" in ks else None)
         return None
+
+    def _scalar_parameter(self, node: Node, stmt: int) -> bool:
+        """``node`` is an integer parameter of the function that no statement reassigns (through locals that
+        copy it): an argument of the op, not a size, stride or element size."""
+        n = strip_parens(node)
+        if n.kind == "cast" and n.kids:
+            n = strip_parens(n.kids[0])
+        if n.kind != "id":
+            return False
+        o, at = self.origin(n, stmt)
+        o = strip_parens(o)
+        if o.kind == "cast" and o.kids:
+            o = strip_parens(o.kids[0])
+        if o.kind != "id" or not any(p.name == o.op for p in self.fn.params):
+            return False
+        return self.values(o.op, at) == [(None, -1)] and self.type_of(o, at).kind == "int"
 
     def sized_from(self, node: Node, stmt: int) -> set[tuple[str, str]]:
         """(key, "size" | "stride") of the tensors (or iterators) whose sizes or strides ``node`` is computed

@@ -291,6 +291,15 @@ def test_extents():
     assert [fm.extent(*decl(fm, x)) for x in "abcde"] == ["linear", "dim", "linear", None, "linear"]
 
 
+def test_a_dimension_scaled_by_an_argument_is_a_dimension():
+    """`n * (t.size(2) - 1)` with `n` an integer argument (a dilation) is one dimension; times a size, an element
+    size or a parameter that holds a size by then, it is a linear extent."""
+    fm = _fm("auto a = n * (t.size(2) - 1) + 1;\nauto b = t.size(2) * t.size(3);\nauto c = t.size(2) * t.element_size();\nconst int64_t m = n;\nauto d = m * t.size(0);")
+    assert [fm.extent(*decl(fm, x)) for x in "abcd"] == ["dim", "linear", "linear", "dim"]
+    fm = _fm("n = t.size(0);\nauto e = n * t.size(1);")
+    assert fm.extent(*decl(fm, "e")) == "linear"
+
+
 def test_interval_arithmetic():
     assert mul(Interval(0, 10), Interval(0, 5)) == Interval(0, 50)
     assert mul(Interval(0, None), Interval(2, 3)) == Interval(0, None)
