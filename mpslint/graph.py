@@ -76,9 +76,11 @@ class DispatchGraph:
     def __init__(self):
         self.g = nx.MultiDiGraph()
         self.natives: NativeFunctions | None = None
+        self._by_kind: dict[str, list[str]] | None = None  # nodes() index, in the graph's node order; reset by add()
 
     # ---------------------------------------------------------------- building
     def add(self, node: str, kind: str, **attrs) -> str:
+        self._by_kind = None
         if node not in self.g:
             self.g.add_node(node, kind=kind, **attrs)
         else:  # may have been created by an edge first
@@ -91,7 +93,12 @@ class DispatchGraph:
 
     # ---------------------------------------------------------------- queries
     def nodes(self, kind: str):
-        return [n for n, d in self.g.nodes(data=True) if d.get("kind") == kind]
+        if self._by_kind is None:  # one pass for every kind (rules ask for impl, kref, mop, fn ... nodes)
+            index: dict[str, list[str]] = {}
+            for n, d in self.g.nodes(data=True):
+                index.setdefault(d.get("kind"), []).append(n)
+            self._by_kind = index
+        return list(self._by_kind.get(kind, ()))
 
     def out(self, node: str, type: str) -> list[str]:
         if node not in self.g:
