@@ -25,7 +25,7 @@ def test_mps107_in_an_extension_names_the_qualified_call_and_its_header(tmp_path
     shutil.copy(FIXTURES / "fixes/unsafe_ext_rethrow.before.mm", tmp_path / "op.mm")
     opts = dict(paths=[str(tmp_path / "op.mm")], select=["MPS107"], cwd=tmp_path)
     (f,) = lint(LintOptions(**opts, config=Config(min_torch="2.10"))).findings
-    assert "Use `at::mps::dispatch_sync_with_rethrow` (declared in <ATen/mps/MPSStream.h>" in f.message
+    assert "Use `at::mps::dispatch_sync_with_rethrow`, which rethrows on the caller (declared in <ATen/mps/MPSStream.h>" in f.message
     assert "before it the function is" not in f.message
     assert f.fix is not None and f.fix.applicability == "safe"
     # no torch floor known: the call exists only from 2.10 on (pytorch/pytorch#167445), so the fix is unsafe
