@@ -24,7 +24,9 @@ PyTorch). `dot` of two empty vectors (pytorch/pytorch#165237) and `baddbmm` with
 so where CPU returns 0 or `beta * input`. Only the path with no emptiness check at all: an elementwise op's
 `if (output.numel() == 0) return;` covers its inputs, and most MPSGraph ops are elementwise. A Placeholder in the
 arm of a `?:` that proves its tensor non-empty (`self.numel() != 0 ? Placeholder(..., self) : Placeholder()`) is
-not flagged.
+not flagged, and neither is one after a test of a tensor's size against 0 (`if (result_sizes[0] == 0 ||
+result_sizes[1] == 0) return result;` in `addr`, whose result's sizes are the vectors' lengths): a tensor with a
+zero-sized dimension is the empty one. A size compared with 1, or an argument compared with 0, is not such a test.
 
 It also flags `t.reshape({-1, k})` and `t.view({...})` with one `-1` where another size can be 0 and `t` can be
 empty: PyTorch cannot infer the `-1` of a tensor with no elements when the other sizes multiply to 0, and throws
@@ -303,7 +305,27 @@ class MissingEmptyGuard(Rule):
         ...;` proves neither alone, yet the author handled the empty case; the two are equal by `dot_check`)."""
         if cls._guarded(fm, stmt):
             return True
-        return any(n.kind == "call" and n.op in ("numel", "sym_numel", "is_empty") for c in fm.conditions(stmt) for n in walk(c.node))
+        return any(
+            (n.kind == "call" and n.op in ("numel", "sym_numel", "is_empty")) or cls._size_against_zero(fm, n, c.stmt)
+            for c in fm.conditions(stmt)
+            for n in walk(c.node)
+        )
+
+    @staticmethod
+    def _size_against_zero(fm, n, stmt: int) -> bool:
+        """``n`` compares one size of a tensor with 0 (`result_sizes[0] == 0` with `IntArrayRef result_sizes =
+        result.sizes();`, `out.size(1) != 0`): a tensor with a zero-sized dimension is the empty tensor, so the
+        author handled the empty case (`addr` returns when either size of its result is 0, and the result's sizes
+        are the vectors' lengths). A size compared with 1, or a parameter compared with 0, is not such a test."""
+        if n.kind != "binary" or n.op not in ("==", "!=", "<=", ">", "<", ">=") or len(n.kids) != 2:
+            return False
+        for value, other in ((n.kids[0], n.kids[1]), (n.kids[1], n.kids[0])):
+            o = strip_parens(other)
+            if o.kind == "int" and o.op.rstrip("lLuU") == "0" and fm.extent(value, stmt) == "dim":
+                got = fm.sized_from(value, stmt)
+                if len(got) == 1 and next(iter(got))[1] == "size":
+                    return True
+        return False
 
     def _placeholder_sites(self, ctx, path, fn, fm, model, sites, registered, escaping, stubs_of):
         """`Placeholder(graphTensor, t)` where nothing on the path checks any tensor's element count: the

@@ -256,6 +256,17 @@ class FunctionModel:
             n, stmt, depth = strip_parens(v), at, depth + 1
         return n, stmt
 
+    def array_element(self, node: Node, stmt: int) -> Node:
+        """``node`` with the array it indexes replaced by where the array comes from: `sizes[0]` after
+        `IntArrayRef sizes = t.sizes();` is `t.sizes()[0]`, one size of `t` (and `strides[1]` one stride)."""
+        n = strip_parens(node)
+        if n.kind != "index" or len(n.kids) != 2 or strip_parens(n.kids[0]).kind != "id":
+            return n
+        base, _ = self.origin(n.kids[0], stmt)
+        if base.kind == "call" and base.op in ARRAY_CALLS and base.receiver is not None:
+            return _synthetic("index", n.op, (base, n.kids[1]), n)
+        return n
+
     def key(self, node: Node, stmt: int, depth: int = 0, env: dict | None = None) -> str:
         """The canonical key of the value ``node`` holds at ``stmt``."""
         if env is None and depth == 0:
@@ -1038,7 +1049,7 @@ class FunctionModel:
                 return "linear" if "linear" in ks else ("dim" if "dim" in ks else None)
             return None
         if n.kind == "index":
-            base = strip_parens(n.kids[0])
+            base = strip_parens(self.array_element(n, stmt).kids[0])
             if base.kind == "call" and (base.op in ARRAY_CALLS or base.op == "strides") and base.receiver is not None:
                 return "dim"
             return None
@@ -1093,9 +1104,10 @@ class FunctionModel:
         out: set[tuple[str, str]] = set()
         o, at = self.origin(node, stmt)
         for n in walk(o):
-            owner, kind = _size_owner(n), "size"
+            e = self.array_element(n, at) if n.kind == "index" else n
+            owner, kind = _size_owner(e), "size"
             if owner is None:
-                owner, kind = _stride_owner(n), "stride"
+                owner, kind = _stride_owner(e), "stride"
             if owner is None and n.kind == "call" and n.op in LINEAR_CALLS and n.receiver is not None:
                 owner, kind = n.receiver, "size"
             if owner is not None:

@@ -300,6 +300,19 @@ def test_a_dimension_scaled_by_an_argument_is_a_dimension():
     assert fm.extent(*decl(fm, "e")) == "linear"
 
 
+def test_an_element_of_a_sizes_local_is_one_size_of_its_tensor():
+    """`IntArrayRef s = t.sizes(); s[0]` is `t.sizes()[0]`: one dimension of `t` (a stride through a strides local
+    too), and a product of two is a linear extent; an element of an array of another origin is neither."""
+    fm = _fm("IntArrayRef s = t.sizes();\nauto st = t.strides();\nstd::vector<int64_t> v = {4, 8};\n"
+             "auto a = s[0];\nauto b = s[0] * s[1];\nauto c = st[1];\nauto d = v[0];")
+    assert [fm.extent(*decl(fm, x)) for x in "abcd"] == ["dim", "linear", "dim", None]
+    node, stmt = decl(fm, "a")
+    assert fm.sized_from(node, stmt) == {("t", "size")} and fm.key(node, stmt) == "t.sizes()[0]"
+    node, stmt = decl(fm, "c")
+    assert fm.sized_from(node, stmt) == {("t", "stride")}
+    assert fm.sized_from(*decl(fm, "d")) == set()
+
+
 def test_interval_arithmetic():
     assert mul(Interval(0, 10), Interval(0, 5)) == Interval(0, 50)
     assert mul(Interval(0, None), Interval(2, 3)) == Interval(0, None)
