@@ -105,8 +105,47 @@ def dominating_conditions(fn: Function, stmt: int, checkers: frozenset = frozens
             elif n.kind == "call" and n.op in checkers and n.receiver is None:
                 out.append(Condition(n, True, k, "call", s.span.line))
         elif s.kind == "if_statement" and s.tree is not None:
-            if _terminates(fn, k, "then") and not _has_else(fn, k):
-                out.append(Condition(s.tree, False, k, "early-exit", s.span.line))
-            elif _has_else(fn, k) and _terminates(fn, k, "else") and not _terminates(fn, k, "then"):
-                out.append(Condition(s.tree, True, k, "early-exit", s.span.line))
+            out.extend(_fall_through(fn, k))
     return out
+
+
+def _else_if(fn: Function, idx: int) -> int | None:
+    """The if statement that is the whole else branch of the if at ``idx`` (`} else if (...) {`), or None."""
+    inner = []
+    for k in range(idx + 1, len(fn.stmts)):
+        s = fn.stmts[k]
+        if idx not in s.parents:
+            break  # past the if's statements
+        if s.parents[-1] == idx and s.branch == "else":
+            inner.append(k)
+    if len(inner) == 1 and fn.stmts[inner[0]].kind == "if_statement" and fn.stmts[inner[0]].tree is not None:
+        return inner[0]
+    return None
+
+
+def _fall_through(fn: Function, idx: int, depth: int = 0) -> list[Condition]:
+    """What holds after the if at ``idx`` for control that leaves it at its end: the negation of a condition whose
+    then branch jumps (with or without an else), the condition itself when only the else branch jumps, and along
+    an `else if` chain each arm's in turn (`if (a.numel() == 0) { return; } else if (a.numel() == 1) { return; }`
+    leaves both false). When every arm jumps, nothing falls through and nothing is claimed."""
+    s = fn.stmts[idx]
+    then_jumps, has_else = _terminates(fn, idx, "then"), _has_else(fn, idx)
+    if then_jumps:
+        nested = _else_if(fn, idx) if has_else and depth < 16 else None
+        if has_else and nested is None and _terminates(fn, idx, "else"):
+            return []  # both arms jump: the end of the if is not reached
+        rest = _fall_through(fn, nested, depth + 1) if nested is not None else []
+        if nested is not None and not rest and _chain_all_jump(fn, nested, depth + 1):
+            return []
+        return [Condition(s.tree, False, idx, "early-exit", s.span.line)] + rest
+    if has_else and _terminates(fn, idx, "else"):
+        return [Condition(s.tree, True, idx, "early-exit", s.span.line)]
+    return []
+
+
+def _chain_all_jump(fn: Function, idx: int, depth: int = 0) -> bool:
+    """Every arm of the if (or `else if` chain) at ``idx`` jumps, a final else included."""
+    if not _terminates(fn, idx, "then") or not _has_else(fn, idx) or depth > 16:
+        return False
+    nested = _else_if(fn, idx)
+    return _chain_all_jump(fn, nested, depth + 1) if nested is not None else _terminates(fn, idx, "else")

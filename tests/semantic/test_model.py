@@ -313,6 +313,31 @@ def test_an_element_of_a_sizes_local_is_one_size_of_its_tensor():
     assert fm.sized_from(*decl(fm, "d")) == set()
 
 
+def test_an_else_if_chain_whose_arms_all_return_proves_each_condition_false():
+    chain = "if (t.numel() == 0) {\n  return;\n} else if (u.numel() == 0) {\n  return;\n}\nauto probe = t.numel();\nauto other = u.numel();"
+    fm = _fm(chain)
+    assert fm.range(*decl(fm, "probe")).lo == 1 and fm.range(*decl(fm, "other")).lo == 1
+
+
+def test_an_if_that_returns_proves_its_negation_after_an_else_that_does_not():
+    fm = _fm("if (t.numel() == 0) {\n  return;\n} else {\n  u.zero_();\n}\nauto probe = t.numel();")
+    assert fm.range(*decl(fm, "probe")).lo == 1
+
+
+def test_an_else_if_arm_that_falls_through_proves_only_the_arms_before_it():
+    fm = _fm("if (t.numel() == 0) {\n  return;\n} else if (u.numel() == 0) {\n  u.zero_();\n}\nauto probe = t.numel();\nauto other = u.numel();")
+    assert fm.range(*decl(fm, "probe")).lo == 1 and fm.range(*decl(fm, "other")).lo == 0
+    fm = _fm("if (t.numel() == 0) {\n  u.zero_();\n} else if (u.numel() == 0) {\n  return;\n}\nauto probe = t.numel();\nauto other = u.numel();")
+    assert fm.range(*decl(fm, "probe")).lo == 0 and fm.range(*decl(fm, "other")).lo == 0  # `t empty || u non-empty`
+
+
+def test_a_chain_whose_every_arm_jumps_claims_nothing_after_it():
+    # the end of the if is unreachable: no condition is claimed for what follows
+    fm = _fm("if (t.numel() == 0) {\n  return;\n} else if (u.numel() == 0) {\n  return;\n} else {\n  return;\n}\nauto probe = t.numel();")
+    node, stmt = decl(fm, "probe")
+    assert fm.conditions(stmt) == []
+
+
 def test_interval_arithmetic():
     assert mul(Interval(0, 10), Interval(0, 5)) == Interval(0, 50)
     assert mul(Interval(0, None), Interval(2, 3)) == Interval(0, None)
