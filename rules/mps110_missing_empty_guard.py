@@ -34,7 +34,9 @@ empty: PyTorch cannot infer the `-1` of a tensor with no elements when the other
 and is ambiguous`. Linear's weight gradient reshaped the input to `{-1, input.size(-1)}` before its emptiness
 check, so `in_features == 0` failed in backward (pytorch/pytorch#190050, fixed by #190051). Not flagged: a size a
 check bounds away from 0 (`if (input.size(-1) > 32768)`), a literal, a size of a tensor a check proves non-empty,
-a receiver that is non-empty (then the `-1` is always determined), in the function or in every caller. Only in
+a receiver that is non-empty (then the `-1` is always determined), in the function or in every caller, or in
+the arm of a `?:` that proves it non-empty (`input.numel() == 0 ? input.reshape({1, M, 0}) : input.reshape({1, M,
+-1})`). Only in
 PyTorch's own operators: the reshape throws a clean `RuntimeError`, a defect where CPU accepts the shape, while an
 extension's op may refuse zero-sized dimensions.
 
@@ -406,6 +408,10 @@ class MissingEmptyGuard(Rule):
             others = [d for d in dims if d is not infer[0]]
             if self._tensor_nonempty(fm, t, call.stmt):
                 continue  # a non-empty tensor's -1 is always determined
+            arm = self._arm_proves(fm, fn, call)
+            keys = {fm.key(t, call.stmt) + ".numel()", self._numel_key(fm, t, call.stmt) + ".numel()"}
+            if any(k in keys and iv.lo is not None and iv.lo >= 1 for k, iv in arm.items()):
+                continue  # the arm of `t.numel() == 0 ? t.reshape({1, M, 0}) : t.reshape({1, M, -1})` for a non-empty `t`
             zero = [d for d in others if not self._size_nonzero(fm, d, call.stmt)]
             if not zero:
                 continue

@@ -19,7 +19,8 @@ CHECKS = {
     "TORCH_INTERNAL_ASSERT", "TORCH_INTERNAL_ASSERT_DEBUG_ONLY", "AT_ASSERT", "assert", "TORCH_DCHECK",
     "TORCH_CHECK_LE", "TORCH_CHECK_LT", "TORCH_CHECK_GE", "TORCH_CHECK_GT", "TORCH_CHECK_EQ",
 }
-_JUMPS = ("return", "throw", "continue", "break", "TORCH_CHECK(false", "TORCH_CHECK_NOT_IMPLEMENTED(false", "AT_ERROR", "TORCH_INTERNAL_ASSERT(false", "TORCH_CHECK_VALUE(false", "TORCH_CHECK_INDEX(false", "goto")
+# checks that always fail: a jump out of the function, as a throw is
+_FAILING = ("TORCH_CHECK(false", "TORCH_CHECK_NOT_IMPLEMENTED(false", "AT_ERROR", "TORCH_INTERNAL_ASSERT(false", "TORCH_CHECK_VALUE(false", "TORCH_CHECK_INDEX(false")
 _LOOPS = {"for_statement", "while_statement"}
 
 
@@ -34,21 +35,32 @@ class Condition:
     line: int
 
 
+_JUMP_KINDS = {"return_statement", "throw_statement", "continue_statement", "break_statement", "goto_statement"}
+
+
+def _jumps(s) -> bool:
+    """The statement leaves the block: a return, throw, break, continue or goto, or a check that always fails."""
+    if s.kind in _JUMP_KINDS:
+        return True
+    text = s.text.lstrip()
+    if text.startswith("{"):
+        text = text[1:].lstrip()
+    word = text.split("(", 1)[0].split(None, 1)[0].rstrip(";") if text else ""
+    if word in ("return", "throw", "continue", "break", "goto"):
+        return True  # a statement kind the parser left as an expression (`throw std::runtime_error(...)`)
+    return text.startswith(_FAILING)
+
+
 def _terminates(fn: Function, idx: int, branch: str = "then") -> bool:
-    """The ``branch`` of the if at ``idx`` ends in a jump."""
-    last = None
+    """The ``branch`` of the if at ``idx`` jumps: one of its own statements is a jump (what follows one in the
+    branch, an empty `;` included, never runs)."""
     for k in range(idx + 1, len(fn.stmts)):
         s = fn.stmts[k]
         if idx not in s.parents:
             break
-        if s.parents and s.parents[-1] == idx and s.branch == branch:
-            last = s
-    if last is None:
-        return False
-    text = last.text.lstrip()
-    if text.startswith("{"):
-        text = text[1:].lstrip()
-    return text.startswith(_JUMPS)
+        if s.parents[-1] == idx and s.branch == branch and _jumps(s):
+            return True
+    return False
 
 
 def _has_else(fn: Function, idx: int) -> bool:

@@ -331,6 +331,15 @@ def test_an_else_if_arm_that_falls_through_proves_only_the_arms_before_it():
     assert fm.range(*decl(fm, "probe")).lo == 0 and fm.range(*decl(fm, "other")).lo == 0  # `t empty || u non-empty`
 
 
+def test_a_branch_jumps_when_any_of_its_statements_does_not_only_the_last():
+    # `return ...; ;`: upstream's batch norm has a stray empty statement after its early return
+    fm = _fm("if (t.numel() == 0) {\n  return;\n  ;\n}\nauto probe = t.numel();")
+    assert fm.range(*decl(fm, "probe")).lo == 1
+    # an assignment to a local named like a jump is not one
+    fm = _fm("int64_t returned = 0;\nif (t.numel() == 0) {\n  returned = 1;\n}\nauto probe = t.numel();")
+    assert fm.range(*decl(fm, "probe")).lo == 0
+
+
 def test_a_chain_whose_every_arm_jumps_claims_nothing_after_it():
     # the end of the if is unreachable: no condition is claimed for what follows
     fm = _fm("if (t.numel() == 0) {\n  return;\n} else if (u.numel() == 0) {\n  return;\n} else {\n  return;\n}\nauto probe = t.numel();")
