@@ -45,7 +45,8 @@ def _jumps(s) -> bool:
     text = s.text.lstrip()
     if text.startswith("{"):
         text = text[1:].lstrip()
-    word = text.split("(", 1)[0].split(None, 1)[0].rstrip(";") if text else ""
+    head = text.split("(", 1)[0].split(None, 1)  # `(void)x;` has no word before its parenthesis
+    word = head[0].rstrip(";") if head else ""
     if word in ("return", "throw", "continue", "break", "goto"):
         return True  # a statement kind the parser left as an expression (`throw std::runtime_error(...)`)
     return text.startswith(_FAILING)

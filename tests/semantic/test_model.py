@@ -338,6 +338,9 @@ def test_a_branch_jumps_when_any_of_its_statements_does_not_only_the_last():
     # an assignment to a local named like a jump is not one
     fm = _fm("int64_t returned = 0;\nif (t.numel() == 0) {\n  returned = 1;\n}\nauto probe = t.numel();")
     assert fm.range(*decl(fm, "probe")).lo == 0
+    # a statement that opens with a parenthesis (a cast to void) is read, not mistaken for a jump
+    fm = _fm("if (t.numel() == 0) {\n  (void)u;\n}\nauto probe = t.numel();")
+    assert fm.range(*decl(fm, "probe")).lo == 0
 
 
 def test_a_chain_whose_every_arm_jumps_claims_nothing_after_it():
